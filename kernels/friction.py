@@ -1,0 +1,92 @@
+"""Coulomb friction in the fixed-point form u_t + w·λ_f = 0 (paper's friction rows, solver notes §5).
+
+Elliptic (anisotropic) cone |(λ1/μ1, λ2/μ2)| ≤ λ_n in a tangent frame fixed to the shape. For a sliding contact the maximal
+dissipation impulse is λ_k = −μ_k² u_k λ_n / q, q = √(μ1²u1² + μ2²u2²), so the fixed point weight of row k is
+w_k = q / (μ_k² λ_n) (isotropic: w = |u_t|/(μλ_n)). The slip speed in q is floored at a small creep speed, so a sticking
+contact is a very stiff row rather than a switch between hard and sliding rows. After every Newton iteration the
+impulse is projected back onto the cone, which enforces the bound exactly: the known bug of the raw |λ_f| denominator
+(friction exceeding μλ_n once sliding) cannot occur.
+"""
+
+import warp as wp
+
+
+@wp.func
+def friction_weight(u: float, u_other: float, mu: float, mu_other: float, cone_normal: float, stick_velocity: float, w_free: float) -> float:
+    """Fixed-point weight w of one tangent row [velocity per impulse].
+
+    The slip speed is floored at ``stick_velocity`` [m/s], so a sticking contact is a very stiff viscous row
+    (creep ≤ stick_velocity) instead of a switch between hard and sliding rows; this keeps w continuous in the state
+    and the Newton iteration from cycling between stick and slip."""
+    if cone_normal <= 0.0 or mu <= 0.0:
+        return w_free  # no friction along this axis: drives λ → −u/w ≈ 0
+    q = wp.sqrt(mu * mu * u * u + mu_other * mu_other * u_other * u_other)
+    q = wp.max(q, wp.max(mu, mu_other) * stick_velocity)
+    return wp.min(q / (mu * mu * cone_normal), w_free)
+
+
+@wp.func
+def cone_scale(l1: float, l2: float, mu1: float, mu2: float, lam_n: float) -> float:
+    """Factor ≤ 1 that brings (λ1, λ2) into the elliptic cone of radius λ_n (1 when already inside)."""
+    s = wp.max(lam_n, 0.0)
+    e2 = float(0.0)
+    if mu1 > 0.0:
+        e2 += (l1 / mu1) * (l1 / mu1)
+    if mu2 > 0.0:
+        e2 += (l2 / mu2) * (l2 / mu2)
+    e = wp.sqrt(e2)
+    if e > s:
+        if e > 0.0:
+            return s / e
+        return 0.0
+    return 1.0
+
+
+from .data import Jacobian, ModelData  # noqa: E402
+
+
+@wp.kernel
+def project_friction(
+    m: ModelData,
+    jac: Jacobian,
+    newton_iteration: int,
+    worlds: int,
+    # State in/out:
+    lam: wp.array(dtype=float),
+    v: wp.array(dtype=wp.vec3),
+    contact_lam_n_prev: wp.array(dtype=float),
+    active_contacts: wp.array(dtype=int),  # (newton_iterations, worlds), flattened
+):
+    """Cone projection after a Newton iteration; updates v by M⁻¹Dᵀ(Δλ_f) so momentum stays consistent."""
+    tid = wp.tid()
+    w = tid // m.contact_count
+    cidx = tid - w * m.contact_count
+    p = cidx // m.shape_count
+    s = cidx - p * m.shape_count
+    row0 = w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * cidx
+    F = jac.contact_frame[tid]
+    lam_n = lam[row0 + 2]
+    if wp.length_sq(wp.vec3(F[2, 0], F[2, 1], F[2, 2])) == 0.0:
+        contact_lam_n_prev[tid] = 0.0
+        return
+    mu = m.shape_mu[s]
+    l1 = lam[row0]
+    l2 = lam[row0 + 1]
+    if mu[0] <= 0.0:
+        l1 = 0.0
+    if mu[1] <= 0.0:
+        l2 = 0.0
+    k = cone_scale(l1, l2, mu[0], mu[1], lam_n)
+    n1 = l1 * k
+    n2 = l2 * k
+    d1 = n1 - lam[row0]
+    d2 = n2 - lam[row0 + 1]
+    if d1 != 0.0 or d2 != 0.0:
+        lam[row0] = n1
+        lam[row0 + 1] = n2
+        t1 = wp.vec3(F[0, 0], F[0, 1], F[0, 2])
+        t2 = wp.vec3(F[1, 0], F[1, 1], F[1, 2])
+        wp.atomic_add(v, w * m.particle_count + p, (t1 * d1 + t2 * d2) * m.particle_inv_mass[p])
+    contact_lam_n_prev[tid] = wp.max(lam_n, 0.0)
+    if lam_n > 0.0:
+        wp.atomic_add(active_contacts, newton_iteration * worlds + w, 1)

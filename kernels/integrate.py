@@ -1,0 +1,89 @@
+"""First-order implicit time stepping of particles (solver notes §1): prediction, impulse application, finalisation."""
+
+import warp as wp
+
+
+@wp.kernel
+def predict_particles(
+    particles_per_world: int,
+    inv_mass: wp.array(dtype=float),
+    gravity: wp.vec3,
+    h: float,
+    q: wp.array(dtype=wp.vec3),
+    qd: wp.array(dtype=wp.vec3),
+    force: wp.array(dtype=wp.vec3),
+    # Out:
+    x_start: wp.array(dtype=wp.vec3),
+    v_start: wp.array(dtype=wp.vec3),
+    v: wp.array(dtype=wp.vec3),
+):
+    """ṽ = v⁻ + h·(g + M⁻¹ f_ext); kinematic particles (inverse mass 0) keep their prescribed velocity."""
+    tid = wp.tid()
+    i = tid % particles_per_world
+    x_start[tid] = q[tid]
+    v0 = qd[tid]
+    v_start[tid] = v0
+    wi = inv_mass[i]
+    if wi > 0.0:
+        v0 = v0 + (gravity + force[tid] * wi) * h
+    v[tid] = v0
+
+
+@wp.kernel
+def apply_impulses(
+    particles_per_world: int,
+    inv_mass: wp.array(dtype=float),
+    impulse: wp.array(dtype=wp.vec3),
+    v: wp.array(dtype=wp.vec3),
+):
+    """v += M⁻¹ · impulse."""
+    tid = wp.tid()
+    v[tid] = v[tid] + impulse[tid] * inv_mass[tid % particles_per_world]
+
+
+@wp.kernel
+def start_multipliers(rows_per_world: int, bilateral_rows: int, warm_start: float, lam: wp.array(dtype=float)):
+    """Warm start bilateral multipliers (scaled); contact rows always start from zero (FB corner, notes §4 pitfall 1)."""
+    i = wp.tid()
+    if i % rows_per_world < bilateral_rows:
+        lam[i] = lam[i] * warm_start
+    else:
+        lam[i] = 0.0
+
+
+@wp.kernel
+def finalize_particles(
+    particles_per_world: int,
+    h: float,
+    x_start: wp.array(dtype=wp.vec3),
+    v: wp.array(dtype=wp.vec3),
+    # Out:
+    q: wp.array(dtype=wp.vec3),
+    qd: wp.array(dtype=wp.vec3),
+    nonfinite: wp.array(dtype=int),
+):
+    """x⁺ = x⁻ + h v⁺; flags worlds whose state became non-finite."""
+    tid = wp.tid()
+    vi = v[tid]
+    xi = x_start[tid] + vi * h
+    q[tid] = xi
+    qd[tid] = vi
+    if not (wp.isfinite(xi) and wp.isfinite(vi)):
+        nonfinite[tid // particles_per_world] = 1
+
+
+@wp.kernel
+def restore_particles(
+    particles_per_world: int,
+    all_worlds: int,
+    nonfinite: wp.array(dtype=int),
+    x_start: wp.array(dtype=wp.vec3),
+    v_start: wp.array(dtype=wp.vec3),
+    q: wp.array(dtype=wp.vec3),
+    qd: wp.array(dtype=wp.vec3),
+):
+    """Undo a rejected step: every world (all_worlds = 1) or only the flagged ones."""
+    tid = wp.tid()
+    if all_worlds != 0 or nonfinite[tid // particles_per_world] != 0:
+        q[tid] = x_start[tid]
+        qd[tid] = v_start[tid]

@@ -1,0 +1,279 @@
+"""Fused row assembly and matrix-free Schur products y = (J M⁻¹ Jᵀ + C) x (paper Eq. 8, solver notes §6).
+
+All constraint elements of all worlds are one flat launch: element e of world w has thread id w·E + e, with
+E = n_distance + n_tet + n_contact. Rows of a world are laid out as [distance (1 each) | tet (6 each) | contact (3 each:
+t1, t2, n)] at offset w·R. Per step the Jacobian is described by a unit direction per distance row, the rotation R per
+tet (rows are formed from R and the rest inverse B on the fly) and a contact frame (t1, t2, n) per contact slot.
+
+Rows use velocity-level residuals with impulses λ [N·s]: a compliant row with damping β [s] and compliance α is
+    φ = (c + β·J v)/(h + β) + α/(h (h + β)) · λ,
+so Schur diagonal compliance is α/(h(h+β)) and the right-hand side is −φ (solver notes §2).
+"""
+
+import warp as wp
+
+from .contact import fischer_burmeister_row, shape_signed_distance, tangent_basis
+from .friction import friction_weight
+from .tet import (
+    polar_rotation,
+    tet_compliance_diagonal,
+    tet_compliance_times,
+    tet_deformation_gradient,
+    tet_row_gradient,
+    tet_strain,
+)
+from .data import ContactSettings, Jacobian, ModelData, load6
+from .types import vec6
+
+
+@wp.kernel
+def assemble_rows(
+    # Model:
+    m: ModelData,
+    contact: ContactSettings,
+    h: float,
+    newton_iteration: int,
+    # State in:
+    x_start: wp.array(dtype=wp.vec3),
+    v: wp.array(dtype=wp.vec3),
+    distance_scale: wp.array(dtype=float),
+    lam: wp.array(dtype=float),
+    contact_lam_n_prev: wp.array(dtype=float),
+    # Out:
+    jac: Jacobian,
+    rhs: wp.array(dtype=float),
+    diag: wp.array(dtype=float),
+    residual_sq: wp.array(dtype=float),  # per world
+):
+    tid = wp.tid()
+    w = tid // m.element_count
+    e = tid - w * m.element_count
+    pbase = w * m.particle_count
+    rbase = w * m.row_count
+    res = float(0.0)
+
+    if e < m.distance_count:
+        # ---- distance / actuation row, paper Eqs. 3-4: c = |xi − xj| − r·ε(p)
+        i = m.distance_i[e]
+        j = m.distance_j[e]
+        wi = m.particle_inv_mass[i]
+        wj = m.particle_inv_mass[j]
+        vi = v[pbase + i]
+        vj = v[pbase + j]
+        d = (x_start[pbase + i] + vi * h) - (x_start[pbase + j] + vj * h)
+        length = wp.length(d)
+        n = wp.vec3(1.0, 0.0, 0.0)
+        if length > 1.0e-12:
+            n = d / length
+        k = w * m.distance_count + e
+        jac.distance_dir[k] = n
+        beta = m.distance_damping[e]
+        inv_hb = 1.0 / (h + beta)
+        comp = m.distance_compliance[e] * inv_hb / h
+        jac.row_compliance[rbase + e] = comp
+        c = length - m.distance_rest[e] * distance_scale[k]
+        phi = (c + beta * wp.dot(n, vi - vj)) * inv_hb + comp * lam[rbase + e]
+        mass_term = wi + wj
+        if mass_term + comp <= 0.0:
+            phi = 0.0  # both ends kinematic and rigid: nothing to solve
+            comp = 1.0
+        rhs[rbase + e] = -phi
+        diag[rbase + e] = mass_term + comp
+        res = phi * phi
+    elif e < m.distance_count + m.tet_count:
+        # ---- corotational tet, 6 strain rows (paper Eq. 5)
+        t = e - m.distance_count
+        idx = m.tet_indices[t]
+        B = m.tet_rest_inverse[t]
+        v0 = v[pbase + idx[0]]
+        v1 = v[pbase + idx[1]]
+        v2 = v[pbase + idx[2]]
+        v3 = v[pbase + idx[3]]
+        F = tet_deformation_gradient(
+            x_start[pbase + idx[0]] + v0 * h,
+            x_start[pbase + idx[1]] + v1 * h,
+            x_start[pbase + idx[2]] + v2 * h,
+            x_start[pbase + idx[3]] + v3 * h,
+            B,
+        )
+        R = polar_rotation(F)
+        jac.tet_rotation[w * m.tet_count + t] = R
+        strain = tet_strain(R, F)
+        beta = m.tet_damping[t]
+        inv_hb = 1.0 / (h + beta)
+        scale = inv_hb / (h * m.tet_volume[t] * m.tet_youngs[t])
+        nu = m.tet_poisson[t]
+        row0 = rbase + m.distance_count + 6 * t
+        clam = tet_compliance_times(load6(lam, row0), nu, scale)
+        i0 = m.particle_inv_mass[idx[0]]
+        i1 = m.particle_inv_mass[idx[1]]
+        i2 = m.particle_inv_mass[idx[2]]
+        i3 = m.particle_inv_mass[idx[3]]
+        for r in range(6):
+            g0 = tet_row_gradient(R, B, r, 0)
+            g1 = tet_row_gradient(R, B, r, 1)
+            g2 = tet_row_gradient(R, B, r, 2)
+            g3 = tet_row_gradient(R, B, r, 3)
+            jv = wp.dot(g0, v0) + wp.dot(g1, v1) + wp.dot(g2, v2) + wp.dot(g3, v3)
+            phi_r = (strain[r] + beta * jv) * inv_hb + clam[r]
+            rhs[row0 + r] = -phi_r
+            diag[row0 + r] = (
+                i0 * wp.dot(g0, g0) + i1 * wp.dot(g1, g1) + i2 * wp.dot(g2, g2) + i3 * wp.dot(g3, g3)
+                + tet_compliance_diagonal(r, nu, scale)
+            )
+            res += phi_r * phi_r
+    else:
+        # ---- contact slot: particle p against shape s, rows (t1, t2, n)
+        cidx = e - m.distance_count - m.tet_count
+        p = cidx // m.shape_count
+        s = cidx - p * m.shape_count
+        k = w * m.contact_count + cidx
+        row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * cidx
+        inv_m = m.particle_inv_mass[p]
+        vp = v[pbase + p]
+        x = x_start[pbase + p] + vp * h
+        sd = shape_signed_distance(m.shape_type[s], m.shape_pos[s], m.shape_rot[s], m.shape_params[s], x)
+        gap = sd[0] - m.particle_radius[p]
+        lam_n = lam[row0 + 2]
+        if inv_m <= 0.0 or (gap > contact.margin and lam_n <= 0.0):
+            # far (or kinematic particle): rows switched off
+            jac.contact_frame[k] = wp.mat33()
+            for r in range(3):
+                rhs[row0 + r] = 0.0
+                diag[row0 + r] = 1.0
+                jac.row_compliance[row0 + r] = 1.0
+        else:
+            frame = tangent_basis(wp.vec3(sd[1], sd[2], sd[3]), m.shape_rot[s])
+            jac.contact_frame[k] = frame
+            fb = fischer_burmeister_row(gap / h, lam_n, inv_m, contact.da_min, contact.smoothing)
+            jac.row_compliance[row0 + 2] = fb[0]
+            rhs[row0 + 2] = fb[1]
+            diag[row0 + 2] = inv_m + fb[0]
+            res = fb[2] * fb[2]
+            # friction rows: the cone radius of the first iteration comes from the previous step's normal impulse
+            cone = wp.max(lam_n, 0.0)
+            if newton_iteration == 0:
+                cone = wp.max(cone, contact_lam_n_prev[k])
+            mu = m.shape_mu[s]
+            t1 = wp.vec3(frame[0, 0], frame[0, 1], frame[0, 2])
+            t2 = wp.vec3(frame[1, 0], frame[1, 1], frame[1, 2])
+            u1 = wp.dot(t1, vp)
+            u2 = wp.dot(t2, vp)
+            w_free = contact.free_weight * inv_m
+            wt1 = friction_weight(u1, u2, mu[0], mu[1], cone, contact.stick_velocity, w_free)
+            wt2 = friction_weight(u2, u1, mu[1], mu[0], cone, contact.stick_velocity, w_free)
+            phi1 = u1 + wt1 * lam[row0]
+            phi2 = u2 + wt2 * lam[row0 + 1]
+            jac.row_compliance[row0] = wt1
+            jac.row_compliance[row0 + 1] = wt2
+            rhs[row0] = -phi1
+            rhs[row0 + 1] = -phi2
+            diag[row0] = inv_m + wt1
+            diag[row0 + 1] = inv_m + wt2
+    if res > 0.0:
+        wp.atomic_add(residual_sq, w, res)
+
+
+@wp.kernel
+def scatter_impulses(
+    m: ModelData,
+    jac: Jacobian,
+    x: wp.array(dtype=float),
+    # Out:
+    impulse: wp.array(dtype=wp.vec3),
+):
+    """impulse += Jᵀ x (per particle, atomics)."""
+    tid = wp.tid()
+    w = tid // m.element_count
+    e = tid - w * m.element_count
+    pbase = w * m.particle_count
+    rbase = w * m.row_count
+    if e < m.distance_count:
+        xe = x[rbase + e]
+        if xe != 0.0:
+            n = jac.distance_dir[w * m.distance_count + e] * xe
+            wp.atomic_add(impulse, pbase + m.distance_i[e], n)
+            wp.atomic_sub(impulse, pbase + m.distance_j[e], n)
+    elif e < m.distance_count + m.tet_count:
+        t = e - m.distance_count
+        idx = m.tet_indices[t]
+        B = m.tet_rest_inverse[t]
+        R = jac.tet_rotation[w * m.tet_count + t]
+        xt = load6(x, rbase + m.distance_count + 6 * t)
+        for vert in range(4):
+            acc = wp.vec3()
+            for r in range(6):
+                acc += tet_row_gradient(R, B, r, vert) * xt[r]
+            wp.atomic_add(impulse, pbase + idx[vert], acc)
+    else:
+        cidx = e - m.distance_count - m.tet_count
+        p = cidx // m.shape_count
+        row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * cidx
+        F = jac.contact_frame[w * m.contact_count + cidx]
+        f = wp.transpose(F) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
+        if wp.length_sq(f) > 0.0:
+            wp.atomic_add(impulse, pbase + p, f)
+
+
+@wp.kernel
+def gather_rows(
+    m: ModelData,
+    jac: Jacobian,
+    h: float,
+    impulse: wp.array(dtype=wp.vec3),
+    x: wp.array(dtype=float),
+    # Out:
+    y: wp.array(dtype=float),
+    dot_xy: wp.array(dtype=float),  # per world, accumulates x·y
+):
+    """y = J M⁻¹ (impulse) + C x, with impulse = Jᵀ x from scatter_impulses."""
+    tid = wp.tid()
+    w = tid // m.element_count
+    e = tid - w * m.element_count
+    pbase = w * m.particle_count
+    rbase = w * m.row_count
+    acc = float(0.0)
+    if e < m.distance_count:
+        i = m.distance_i[e]
+        j = m.distance_j[e]
+        dv = impulse[pbase + i] * m.particle_inv_mass[i] - impulse[pbase + j] * m.particle_inv_mass[j]
+        r = rbase + e
+        val = wp.dot(jac.distance_dir[w * m.distance_count + e], dv) + jac.row_compliance[r] * x[r]
+        y[r] = val
+        acc = val * x[r]
+    elif e < m.distance_count + m.tet_count:
+        t = e - m.distance_count
+        idx = m.tet_indices[t]
+        B = m.tet_rest_inverse[t]
+        R = jac.tet_rotation[w * m.tet_count + t]
+        row0 = rbase + m.distance_count + 6 * t
+        beta = m.tet_damping[t]
+        scale = 1.0 / ((h + beta) * h * m.tet_volume[t] * m.tet_youngs[t])
+        xt = load6(x, row0)
+        cx = tet_compliance_times(xt, m.tet_poisson[t], scale)
+        d0 = impulse[pbase + idx[0]] * m.particle_inv_mass[idx[0]]
+        d1 = impulse[pbase + idx[1]] * m.particle_inv_mass[idx[1]]
+        d2 = impulse[pbase + idx[2]] * m.particle_inv_mass[idx[2]]
+        d3 = impulse[pbase + idx[3]] * m.particle_inv_mass[idx[3]]
+        for r in range(6):
+            val = (
+                wp.dot(tet_row_gradient(R, B, r, 0), d0)
+                + wp.dot(tet_row_gradient(R, B, r, 1), d1)
+                + wp.dot(tet_row_gradient(R, B, r, 2), d2)
+                + wp.dot(tet_row_gradient(R, B, r, 3), d3)
+                + cx[r]
+            )
+            y[row0 + r] = val
+            acc += val * xt[r]
+    else:
+        cidx = e - m.distance_count - m.tet_count
+        p = cidx // m.shape_count
+        row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * cidx
+        F = jac.contact_frame[w * m.contact_count + cidx]
+        dv = F * (impulse[pbase + p] * m.particle_inv_mass[p])
+        for r in range(3):
+            val = dv[r] + jac.row_compliance[row0 + r] * x[row0 + r]
+            y[row0 + r] = val
+            acc += val * x[row0 + r]
+    if acc != 0.0:
+        wp.atomic_add(dot_xy, w, acc)

@@ -1,0 +1,346 @@
+"""Non-smooth Newton solver with a matrix-free Jacobi-PCR linear solve per iteration (paper Sec. IV-D, Eq. 8).
+
+One step of size h (solver notes §1, §6):
+  1. predict ṽ = v⁻ + h(g + M⁻¹f); warm-start the bilateral multipliers and apply v = ṽ + M⁻¹Jᵀλ;
+  2. for each Newton iteration: linearise every row at x = x⁻ + h v (distance, corotational tet, FB contact, friction
+     fixed point), solve [J M⁻¹ Jᵀ + C] Δλ = b with Jacobi-PCR, λ += Δλ, v += M⁻¹JᵀΔλ, project friction on its cone;
+  3. x⁺ = x⁻ + h v⁺, and check the state is finite.
+All worlds run in the same launches with per-world scalars, so they never influence each other; there is no host
+round trip inside the Newton loop (on CUDA the whole step is captured as one graph).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import warp as wp
+
+from softsnake.kernels import friction as kfriction
+from softsnake.kernels import integrate as kint
+from softsnake.kernels import pcr as kpcr
+from softsnake.kernels import schur as kschur
+from softsnake.kernels.data import ContactSettings, Jacobian
+
+from .model import Control, Model, State
+
+
+class SimulationDiverged(FloatingPointError):
+    """A step produced non-finite positions or velocities; the state was restored to the start of that step."""
+
+    def __init__(self, worlds):
+        self.worlds = list(worlds)
+        super().__init__(
+            f"simulation diverged (non-finite state) in world(s) {self.worlds}; the state was restored to the start "
+            "of the step. Reduce the time step, raise newton/linear iterations, or check the model parameters."
+        )
+
+
+@dataclass
+class SolverConfig:
+    """Solver settings (defaults: the paper's fixed budget, 4 Newton × 20 PCR iterations per step)."""
+
+    newton_iterations: int = 4
+    linear_iterations: int = 20
+    #: stop a world's PCR when ‖r‖ ≤ linear_tolerance·‖b‖ (0: always run the full budget)
+    linear_tolerance: float = 0.0
+    #: skip a world's remaining Newton updates once its residual norm ≤ this [m/s] (0: off)
+    newton_tolerance: float = 0.0
+    #: factor applied to the previous step's bilateral multipliers as a start value (0: cold start)
+    warm_start: float = 1.0
+    #: contacts farther than this are not solved [m]
+    contact_margin: float = 0.01
+    #: floor on ∂φ/∂a of the FB normal rows
+    fb_min_derivative: float = 1.0e-3
+    #: FB smoothing [m/s]
+    fb_smoothing: float = 1.0e-6
+    #: creep speed [m/s] that regularises static friction (a sticking contact slips at most this fast)
+    friction_stick_velocity: float = 1.0e-4
+    #: friction-row weight (× Delassus diagonal) that switches friction off for contacts without normal impulse
+    friction_free_weight: float = 1.0e4
+    #: record per-iteration residuals (one extra row evaluation per step)
+    diagnostics: bool = True
+    #: check for non-finite state after every step (one small device→host copy per step)
+    check_finite: bool = True
+    #: "raise": restore the state and raise SimulationDiverged; "flag": restore only the bad worlds and record them
+    on_nonfinite: str = "raise"
+    #: capture the step as a CUDA graph on GPU devices
+    cuda_graph: bool = True
+
+    def __post_init__(self):
+        for name in ("newton_iterations", "linear_iterations"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or int(v) != v or v < 1:
+                raise ValueError(f"{name} must be an integer ≥ 1, got {v!r}")
+        for name in ("linear_tolerance", "newton_tolerance", "warm_start", "contact_margin", "fb_min_derivative", "fb_smoothing", "friction_free_weight", "friction_stick_velocity"):
+            v = float(getattr(self, name))
+            if not np.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite number ≥ 0, got {getattr(self, name)!r}")
+        if self.on_nonfinite not in ("raise", "flag"):
+            raise ValueError(f"on_nonfinite must be 'raise' or 'flag', got {self.on_nonfinite!r}")
+
+    @classmethod
+    def from_toml(cls, path) -> "SolverConfig":
+        """Read a ``[solver]`` table (or top-level keys) from a TOML file."""
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text())
+        except OSError as exc:
+            raise ValueError(f"cannot read solver config {str(p)!r}: {exc}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"malformed TOML in {str(p)!r}: {exc}") from exc
+        table = data.get("solver", data)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(table) - known)
+        if unknown:
+            raise ValueError(f"unknown solver setting(s) in {str(p)!r}: {', '.join(unknown)}")
+        return cls(**table)
+
+
+@dataclass
+class StepDiagnostics:
+    """Per-world diagnostics of the last step (numpy arrays, first axis = Newton iteration where it applies)."""
+
+    residual_norm: np.ndarray  # (newton+1, worlds): ‖φ‖ before each Newton iteration and after the last [m/s]
+    linear_iterations: np.ndarray  # (newton, worlds): PCR iterations used
+    linear_reduction: np.ndarray  # (newton, worlds): ‖r_final‖/‖b‖ of each PCR solve
+    active_contacts: np.ndarray  # (worlds,): contacts with positive normal impulse after the last iteration
+    extras: dict = field(default_factory=dict)
+
+
+class Solver:
+    """Compliant-constraint non-smooth Newton solver.
+
+    Args:
+        model: the Model to simulate.
+        dt: time step h [s].
+        newton_iterations, linear_iterations: iteration budgets (override ``config``).
+        config: SolverConfig; keyword overrides of its fields are accepted too.
+    """
+
+    def __init__(self, model: Model, dt: float = 1.0 / 120.0, newton_iterations: int | None = None, linear_iterations: int | None = None, *, config: SolverConfig | None = None, **overrides):
+        if not isinstance(model, Model):
+            raise ValueError("Solver needs a Model (ModelBuilder.finalize())")
+        dt = float(dt)
+        if not np.isfinite(dt) or dt <= 0:
+            raise ValueError(f"dt must be a finite number > 0, got {dt!r}")
+        cfg = dataclasses.replace(config or SolverConfig(), **overrides)
+        if newton_iterations is not None:
+            cfg = dataclasses.replace(cfg, newton_iterations=newton_iterations)
+        if linear_iterations is not None:
+            cfg = dataclasses.replace(cfg, linear_iterations=linear_iterations)
+        self.model = model
+        self.dt = dt
+        self.config = cfg
+        self._graph = None
+        self._graph_key = None
+        self._allocate()
+        self.diverged_worlds: set[int] = set()
+
+    # ----------------------------------------------------------------- buffers
+    def _allocate(self):
+        m, dev, W = self.model, self.model.device, self.model.worlds
+        N, L = self.config.newton_iterations, self.config.linear_iterations
+        nrows = W * m.row_count
+        self.lam = wp.zeros(nrows, dtype=float, device=dev)
+        self.rhs, self.diag, self.dlam, self.r, self.z, self.p, self.Az, self.Ap = (
+            wp.zeros(nrows, dtype=float, device=dev) for _ in range(8)
+        )
+        jac = Jacobian()
+        jac.distance_dir = wp.zeros(W * m.distance_count, dtype=wp.vec3, device=dev)
+        jac.tet_rotation = wp.zeros(W * m.tet_count, dtype=wp.mat33, device=dev)
+        jac.contact_frame = wp.zeros(W * m.contact_count, dtype=wp.mat33, device=dev)
+        jac.row_compliance = wp.zeros(nrows, dtype=float, device=dev)
+        self.jac = jac
+        cs = ContactSettings()
+        cs.margin = self.config.contact_margin
+        cs.da_min = self.config.fb_min_derivative
+        cs.smoothing = self.config.fb_smoothing
+        cs.free_weight = self.config.friction_free_weight
+        cs.stick_velocity = self.config.friction_stick_velocity
+        self.contact_settings = cs
+        np_ = W * m.particle_count
+        self.x_start = wp.zeros(np_, dtype=wp.vec3, device=dev)
+        self.v_start = wp.zeros(np_, dtype=wp.vec3, device=dev)
+        self.v = wp.zeros(np_, dtype=wp.vec3, device=dev)
+        self.impulse = wp.zeros(np_, dtype=wp.vec3, device=dev)
+        self.contact_lam_n_prev = wp.zeros(W * m.contact_count, dtype=float, device=dev)
+        # per-world scalars: one block per Newton iteration (zeroed once per step)
+        self.num = wp.zeros(N * (L + 1) * W, dtype=float, device=dev)
+        self.den = wp.zeros(N * L * W, dtype=float, device=dev)
+        self.rr = wp.zeros(N * (L + 1) * W, dtype=float, device=dev)
+        self.res_sq = wp.zeros((N + 1) * W, dtype=float, device=dev)
+        self.pcr_iters = wp.zeros(N * W, dtype=int, device=dev)
+        self.active = wp.zeros(N * W, dtype=int, device=dev)
+        self.nonfinite = wp.zeros(W, dtype=int, device=dev)
+        self._scratch_res = wp.zeros(W, dtype=float, device=dev)
+
+        def blocks(a, size):
+            return [a[i * size : (i + 1) * size] for i in range(N)]
+
+        self._num = blocks(self.num, (L + 1) * W)
+        self._den = blocks(self.den, L * W)
+        self._rr = blocks(self.rr, (L + 1) * W)
+        self._iters = blocks(self.pcr_iters, W)
+        self._res = [self.res_sq[i * W : (i + 1) * W] for i in range(N + 1)]
+        self._dummy_f = wp.zeros(np_, dtype=wp.vec3, device=dev)
+        self._unit_scale = wp.ones(W * m.distance_count, dtype=float, device=dev)
+
+    # ------------------------------------------------------------------- steps
+    def step(self, state: State, control: Control | None = None) -> None:
+        """Advance ``state`` in place by dt. ``control`` supplies external forces and rest-length scales."""
+        force = control.particle_f if control is not None else self._dummy_f
+        scale = control.distance_rest_scale if control is not None else self._unit_scale
+        m = self.model
+        if state.particle_q.shape[0] != m.worlds * m.particle_count:
+            raise ValueError("state does not belong to this model (wrong particle count)")
+        use_graph = self.config.cuda_graph and self.model.device.is_cuda
+        if use_graph:
+            key = (state.particle_q.ptr, state.particle_qd.ptr, force.ptr, scale.ptr, self.dt)
+            if self._graph is None or self._graph_key != key:
+                self._launch_step(state, force, scale)  # compiles/loads modules outside the capture
+                self._check_finite(state)
+                with wp.ScopedCapture(device=self.model.device) as cap:
+                    self._launch_step(state, force, scale)
+                self._graph, self._graph_key = cap.graph, key
+                wp.capture_launch(self._graph)  # the captured launches were recorded, not run
+            else:
+                wp.capture_launch(self._graph)
+        else:
+            self._launch_step(state, force, scale)
+        self._check_finite(state)
+
+    def _check_finite(self, state: State) -> None:
+        if not self.config.check_finite:
+            return
+        bad = np.nonzero(self.nonfinite.numpy())[0]
+        if bad.size == 0:
+            return
+        m = self.model
+        all_worlds = 1 if self.config.on_nonfinite == "raise" else 0
+        wp.launch(kint.restore_particles, dim=m.worlds * m.particle_count, inputs=[m.particle_count, all_worlds, self.nonfinite, self.x_start, self.v_start], outputs=[state.particle_q, state.particle_qd], device=m.device)
+        self.nonfinite.zero_()
+        self.lam.zero_()
+        if self.config.on_nonfinite == "raise":
+            raise SimulationDiverged(bad.tolist())
+        self.diverged_worlds.update(int(b) for b in bad)
+
+    def _matvec(self, x: wp.array, y: wp.array, dot_out: wp.array) -> None:
+        m = self.model
+        dim = m.worlds * m.element_count
+        self.impulse.zero_()
+        wp.launch(kschur.scatter_impulses, dim=dim, inputs=[m.data, self.jac, x], outputs=[self.impulse], device=m.device)
+        wp.launch(kschur.gather_rows, dim=dim, inputs=[m.data, self.jac, self.dt, self.impulse, x], outputs=[y, dot_out], device=m.device)
+
+    def _assemble(self, newton_iteration: int, scale: wp.array, residual: wp.array) -> None:
+        m = self.model
+        wp.launch(
+            kschur.assemble_rows,
+            dim=m.worlds * m.element_count,
+            inputs=[m.data, self.contact_settings, self.dt, newton_iteration, self.x_start, self.v, scale, self.lam, self.contact_lam_n_prev],
+            outputs=[self.jac, self.rhs, self.diag, residual],
+            device=m.device,
+        )
+
+    def _apply(self, x: wp.array) -> None:
+        """v += M⁻¹ Jᵀ x."""
+        m = self.model
+        self.impulse.zero_()
+        wp.launch(kschur.scatter_impulses, dim=m.worlds * m.element_count, inputs=[m.data, self.jac, x], outputs=[self.impulse], device=m.device)
+        wp.launch(kint.apply_impulses, dim=m.worlds * m.particle_count, inputs=[m.particle_count, m.data.particle_inv_mass, self.impulse, self.v], device=m.device)
+
+    def _launch_step(self, state: State, force: wp.array, scale: wp.array) -> None:
+        m, cfg, dev, W = self.model, self.config, self.model.device, self.model.worlds
+        N, L = cfg.newton_iterations, cfg.linear_iterations
+        nrows = W * m.row_count
+        wp.launch(
+            kint.predict_particles,
+            dim=W * m.particle_count,
+            inputs=[m.particle_count, m.data.particle_inv_mass, m.gravity, self.dt, state.particle_q, state.particle_qd, force],
+            outputs=[self.x_start, self.v_start, self.v],
+            device=dev,
+        )
+        for a in (self.num, self.den, self.rr, self.res_sq, self.pcr_iters, self.active):
+            a.zero_()
+        if m.row_count == 0:
+            wp.launch(kint.finalize_particles, dim=W * m.particle_count, inputs=[m.particle_count, self.dt, self.x_start, self.v], outputs=[state.particle_q, state.particle_qd, self.nonfinite], device=dev)
+            return
+        wp.launch(kint.start_multipliers, dim=nrows, inputs=[m.row_count, m.bilateral_row_count, cfg.warm_start, self.lam], device=dev)
+        if cfg.warm_start > 0.0 and m.bilateral_row_count > 0:
+            self._assemble(0, scale, self._scratch_res)
+            self._apply(self.lam)
+        tol_sq = cfg.linear_tolerance**2
+        # On the CPU, device arrays are host memory: converged solves can stop early at no transfer cost.
+        host_exit = not dev.is_cuda
+        for it in range(N):
+            num, den, rr, iters = self._num[it], self._den[it], self._rr[it], self._iters[it]
+            self._assemble(it, scale, self._res[it])
+            if host_exit and cfg.newton_tolerance > 0.0 and np.all(self._res[it].numpy() <= cfg.newton_tolerance**2):
+                break
+            wp.launch(kpcr.pcr_init, dim=nrows, inputs=[m.row_count, self.rhs, self.diag, self.dlam, self.r, self.z, rr], device=dev)
+            self._matvec(self.z, self.Az, num)
+            for k in range(L):
+                wp.launch(kpcr.pcr_direction, dim=nrows, inputs=[m.row_count, W, k, self.z, self.Az, self.diag, num, self.p, self.Ap, den], device=dev)
+                wp.launch(
+                    kpcr.pcr_update,
+                    dim=nrows,
+                    inputs=[m.row_count, W, k, tol_sq, self.diag, num, den, self.p, self.Ap, self.dlam, self.r, self.z, rr, iters],
+                    device=dev,
+                )
+                if host_exit and tol_sq > 0.0:
+                    rr_np = rr.numpy()
+                    if np.all(rr_np[(k + 1) * W : (k + 2) * W] <= tol_sq * rr_np[:W]):
+                        break
+                if k + 1 < L:
+                    self._matvec(self.z, self.Az, num[(k + 1) * W : (k + 2) * W])
+            if cfg.newton_tolerance > 0.0:
+                wp.launch(kpcr.zero_converged, dim=nrows, inputs=[m.row_count, cfg.newton_tolerance**2, self._res[it], self.dlam], device=dev)
+            wp.launch(kpcr.add_to, dim=nrows, inputs=[self.dlam, self.lam], device=dev)
+            self._apply(self.dlam)
+            if m.contact_count > 0:
+                wp.launch(
+                    kfriction.project_friction,
+                    dim=W * m.contact_count,
+                    inputs=[m.data, self.jac, it, W, self.lam, self.v, self.contact_lam_n_prev, self.active],
+                    device=dev,
+                )
+        if cfg.diagnostics:
+            self._assemble(N, scale, self._res[N])
+        wp.launch(kint.finalize_particles, dim=W * m.particle_count, inputs=[m.particle_count, self.dt, self.x_start, self.v], outputs=[state.particle_q, state.particle_qd, self.nonfinite], device=dev)
+
+    # ------------------------------------------------------------- read-backs
+    def diagnostics(self) -> StepDiagnostics:
+        """Diagnostics of the last step (copies a few small arrays to the host)."""
+        W, N, L = self.model.worlds, self.config.newton_iterations, self.config.linear_iterations
+        rr = self.rr.numpy().reshape(N, L + 1, W)
+        iters = self.pcr_iters.numpy().reshape(N, W)
+        final = np.take_along_axis(rr, iters[:, None, :], axis=1)[:, 0, :]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            red = np.where(rr[:, 0, :] > 0, np.sqrt(final / rr[:, 0, :]), 0.0)
+        res = np.sqrt(self.res_sq.numpy().reshape(N + 1, W))
+        if not self.config.diagnostics:
+            res[N] = np.nan
+        return StepDiagnostics(
+            residual_norm=res,
+            linear_iterations=iters,
+            linear_reduction=red,
+            active_contacts=self.active.numpy().reshape(N, W)[-1].copy(),
+        )
+
+    def contact_impulses(self) -> tuple[np.ndarray, np.ndarray]:
+        """Normal impulses (worlds, particles, shapes) [N·s] and friction impulses (worlds, particles, shapes, 2) [N·s]
+        (along the shape's tangent axes t1, t2) of the last step."""
+        m = self.model
+        lam = self.lam.numpy().reshape(m.worlds, m.row_count)[:, m.bilateral_row_count :]
+        lam = lam.reshape(m.worlds, m.particle_count, m.shape_count, 3)
+        return lam[..., 2].copy(), lam[..., :2].copy()
+
+    def tet_stress(self) -> np.ndarray:
+        """Per-tet stress from the multipliers, σ = −λ/(V·h) in Voigt order (tensor shear) [Pa], shape (worlds, tets, 6)."""
+        m = self.model
+        lam = self.lam.numpy().reshape(m.worlds, m.row_count)[:, m.distance_count : m.bilateral_row_count]
+        vol = m.data.tet_volume.numpy()
+        return -lam.reshape(m.worlds, m.tet_count, 6) / (vol[None, :, None] * self.dt)
