@@ -98,3 +98,23 @@ def ray_line_intersection(origin, direction, p0, p1):
     if abs(den) < 1e-15:
         return None
     return cross(np.subtract(p0, origin), e) / den
+
+
+def segment_crosses_edges(p, q, edge_a: np.ndarray, edge_b: np.ndarray, margin: float = 1e-7) -> bool:
+    """Whether the segment ``p -> q`` passes through any edge away from the segment's own end points."""
+    px, py = float(p[0]), float(p[1])
+    dx, dy = float(q[0]) - px, float(q[1]) - py
+    seg_len = math.hypot(dx, dy)
+    if seg_len <= 2 * margin:
+        return False
+    ex = edge_b[:, 0] - edge_a[:, 0]
+    ey = edge_b[:, 1] - edge_a[:, 1]
+    wx = edge_a[:, 0] - px
+    wy = edge_a[:, 1] - py
+    den = dx * ey - dy * ex
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (wx * ey - wy * ex) / den
+        s = (wx * dy - wy * dx) / den
+    m = margin / seg_len
+    ok = (np.abs(den) > 1e-14) & (t > m) & (t < 1 - m) & (s > 1e-9) & (s < 1 - 1e-9)
+    return bool(ok.any())

@@ -28,7 +28,7 @@ import numpy as np
 
 from .environment import Scene
 from .geometry2d import (EPS, angle_of, cross, line_circle_param, norm, points_in_polygon, points_in_triangle,
-                         ray_cast, ray_line_intersection, unit, wrap)
+                         ray_cast, ray_line_intersection, segment_crosses_edges, unit, wrap)
 from .kinematics import (body_angle_to_reach, boundary_fl_np, boundary_pat_fl, classify_turn_morphology,
                          critical_contact_angle)
 
@@ -188,6 +188,9 @@ class _Sim:
             self.T = src + t_turn * d
             self.lb = t_turn
             self.turning = True
+            if self.sc.solid(self.T + 1e-6 * unit(self.theta + self.tt)):
+                self.finish(self.T, stuck=True, event="turn_into_wall")
+                return
             self.skimmed = [(p, dd, s, False) for (p, dd, s, _) in self.skimmed]
             self.t_min = 0.0
             self.out.events.append("turn")
@@ -214,8 +217,12 @@ class _Sim:
         v = self.V[j]
         if not self.sc.solid(v + 1e-6 * d):
             # Skim: the growth direction continues into free space past this corner.
-            left = np.array([-d[1], d[0]])
-            side = 1 if self.sc.solid(v + 1e-6 * left) else (-1 if self.sc.solid(v - 1e-6 * left) else 0)
+            # The obstacle lies on the side of the growth line where both neighbouring edges of the corner go.
+            side_sum = 0.0
+            for nb in (self.sc.prev[j], self.sc.next[j]):
+                w = self.V[nb] - v
+                side_sum += cross(d, w) / max(norm(w), 1e-300)
+            side = 1 if side_sum > 1e-12 else (-1 if side_sum < -1e-12 else 0)
             self.skimmed.append((v.copy(), dist, side, self.turning))
             self.t_min = dist
             self.out.events.append("skim")
@@ -273,6 +280,12 @@ class _Sim:
         else:
             roots = line_circle_param(h, w / lw, B, Lf)
             tip = h + (roots[1] if roots else 0.0) * (w / lw)
+        turn_now = False
+        if self.turn_pending and norm(h - B) - EPS <= self.LT - self.lS < norm(tip - B):
+            # The turn everts while the tip slides: it forms at the tip's contact point (Algorithm 1 line 7).
+            roots = line_circle_param(h, w / lw, B, self.LT - self.lS)
+            tip = h + (roots[1] if roots else 0.0) * (w / lw)
+            reached, turn_now = False, True
         # Wrapping: the first vertex swept by the body (segment B -> tip) becomes the new pivot.
         mask = points_in_triangle(self.V, B, h, tip)
         if mask.any():
@@ -292,6 +305,15 @@ class _Sim:
             self.out.events.append("wrap")
             return
         self.record_slide(B, h, tip, k)
+        if turn_now:
+            self.turn_pending = False
+            self.theta = angle_of(tip - B)
+            self.T, self.lb, self.turning = tip.copy(), norm(tip - B), True
+            self.skimmed, self.t_min = [], 0.0
+            self.out.events.append("turn")
+            if self.sc.solid(tip + 1e-6 * unit(self.theta + self.tt)):
+                self.finish(tip, stuck=True, event="turn_into_wall")  # the fold everts into the wall: tip pinned
+            return
         if not reached:
             self.finish(tip, event="slide_end")
             return
@@ -387,9 +409,15 @@ class _Sim:
             tip1 = B + lb * unit(a1) + (self.Lf - lb) * unit(a1 + tt)
         T0, T1 = self.T.copy(), B + lb * unit(a1)
         sweep = wrap(a1 - a0) * r
+        if self.body_blocked(B, T0, T1, tip1):
+            # The pre-turn segment would swing through a wall: the turn stops rotating and acts as a fixed bend.
+            self.freeze_turn()
+            self.contact(h, cands, d)
+            return
         poly = np.array([B, T0, h, tip1, T1])
         mask = points_in_polygon(self.V, poly)
-        mask &= np.hypot(*(self.V - B).T) > 1e-7
+        for p in poly:  # vertices on the sweep outline (pivot, wall ends) are not new contacts
+            mask &= np.hypot(*(self.V - p).T) > 1e-7
         hit = None
         for j in np.flatnonzero(mask):
             v = self.V[j]
@@ -434,6 +462,11 @@ class _Sim:
             self.finish(tip1, event="slide_end")
             return
         self.at_vertex(e_idx, T1, unit(a1 + tt), norm(e - T1))
+
+    def body_blocked(self, B, T0, T1, tip) -> bool:
+        ea, eb = self.sc.edge_a, self.sc.edge_b
+        return (segment_crosses_edges(B, T1, ea, eb) or segment_crosses_edges(T0, T1, ea, eb)
+                or segment_crosses_edges(T1, tip, ea, eb))
 
     def length_limited_angle(self, B, lb, tt, h, wdir, a0, r):
         """Pre-turn direction at which the tip, with all remaining length used, lies on the wall line."""
@@ -489,6 +522,10 @@ class _Sim:
             return
         T_new = h - la_new * d_star
         tt_new = wrap(angle_of(d_star) - angle_of(T_new - self.B))
+        if self.body_blocked(self.B, self.T, T_new, h):
+            self.freeze_turn()
+            self.contact(h, cands, d)
+            return
         self.out.swept.append(np.array([self.B, self.T, h, T_new], float))
         self.T, self.theta = T_new, angle_of(T_new - self.B)
         if tt_new * sigma <= 0:
