@@ -1,0 +1,155 @@
+"""``softsnake vinemap deploy|explore`` sub-commands (registered by :func:`add_commands`).
+
+All outputs are written atomically (temporary file in the same directory, then ``os.replace``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+
+import numpy as np
+
+__all__ = ["add_commands"]
+
+
+def _floats(text: str, n: int, what: str) -> list[float]:
+    parts = text.split(",")
+    if len(parts) != n:
+        raise ValueError(f"{what} must be {n} comma-separated numbers, got {text!r}")
+    try:
+        vals = [float(p) for p in parts]
+    except ValueError:
+        raise ValueError(f"{what} must be {n} comma-separated numbers, got {text!r}") from None
+    if not all(math.isfinite(v) for v in vals):
+        raise ValueError(f"{what} must be finite numbers, got {text!r}")
+    return vals
+
+
+def _outdir(path: str) -> str:
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"output path {path} exists and is not a directory")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def cmd_deploy(args) -> int:
+    from .environment import load_environment, write_atomic
+    from .plotting import plot_deployment
+    from .simulator import Action, simulate
+
+    env = load_environment(args.env)
+    x, y, deg = _floats(args.launch, 3, "--launch X,Y,DEG")
+    env.check_launch((x, y))
+    frac, tdeg = (None, 0.0)
+    if args.turn:
+        frac, tdeg = _floats(args.turn, 2, "--turn FRACTION,DEG")
+    length = env.robot_length if args.length is None else float(args.length)
+    act = Action((x, y), math.radians(deg), length, frac, math.radians(tdeg))
+    dep = simulate(env.scene(), act)
+    out = _outdir(args.out)
+    result = {
+        "units": {"length": "m", "angle": "deg"},
+        "action": {"launch": [x, y], "angle_deg": deg, "length": length,
+                   "turn_fraction": frac, "turn_angle_deg": tdeg},
+        "shape": dep.shape.tolist(),
+        "turn_point": None if dep.turn_point is None else dep.turn_point.tolist(),
+        "walls": [w.tolist() for w in dep.walls],
+        "wall_normals": [n.tolist() for n in dep.wall_normals],
+        "wall_on_boundary": dep.wall_on_boundary,
+        "swept_area": [p.tolist() for p in dep.swept],
+        "stuck": dep.stuck,
+        "events": dep.events,
+        "robot_length_used": dep.length,
+    }
+    write_atomic(os.path.join(out, "result.json"), json.dumps(result, indent=1))
+    plot_deployment(env, dep, os.path.join(out, "deployment.png"),
+                    title=f"launch {deg:g} deg" + (f", turn {tdeg:g} deg at {frac:g}" if frac else ""))
+    print(f"wrote {os.path.join(out, 'result.json')} and deployment.png ({len(dep.walls)} walls, "
+          f"{'stuck' if dep.stuck else 'free'} tip at {np.round(dep.shape[-1], 4).tolist()})")
+    return 0
+
+
+def cmd_explore(args) -> int:
+    from tqdm import tqdm
+
+    from .environment import load_environment, nonuniform_environment, save_environment, uniform_environment, write_atomic
+    from .mapping import action_space, explore
+    from .plotting import plot_belief, plot_environment, plot_scores
+
+    if args.env and args.random:
+        raise ValueError("give either --env FILE or --random uniform|nonuniform, not both")
+    if args.env:
+        env = load_environment(args.env)
+    elif args.random:
+        gen = uniform_environment if args.random == "uniform" else nonuniform_environment
+        env = gen(args.seed)
+    else:
+        raise ValueError("explore needs --env FILE or --random uniform|nonuniform")
+    if args.deployments < 1:
+        raise ValueError(f"--deployments must be at least 1, got {args.deployments}")
+    out = _outdir(args.out)
+    save_environment(env, os.path.join(out, "environment.json"))
+    actions = action_space(env, args.turns)
+    bar = tqdm(total=min(args.deployments, len(actions)), desc=f"MC mapping ({len(actions)} actions)", unit="deploy")
+
+    def progress(step, total, msg):
+        bar.update(1)
+        bar.set_postfix_str(msg)
+
+    res = explore(env, actions, deployments=args.deployments, mc_envs=args.mc_envs, seed=args.seed,
+                  random_repeats=args.random_repeats, progress=progress)
+    bar.close()
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["deployment", "mc", "ideal", "random_mean", "random_std", "mc_action", "ideal_action", "mc_loop_s"])
+    for i in range(len(res.mc)):
+        w.writerow([i + 1, f"{res.mc[i]:.4f}", f"{res.ideal[i]:.4f}", f"{res.random_mean[i]:.4f}",
+                    f"{res.random_std[i]:.4f}", res.mc_actions[i], res.ideal_actions[i], f"{res.loop_seconds[i]:.3f}"])
+    write_atomic(os.path.join(out, "scores.csv"), buf.getvalue())
+    from .grid import Grid
+    g = Grid(env.boundary, 35)
+    bel = res.belief.reshape(g.n, g.n)
+    from .simulator import simulate
+    deps = [simulate(env.scene(), actions[a]) for a in res.mc_actions]
+    plot_belief(env, bel, os.path.join(out, "belief.png"), deps, title=f"final belief after {len(res.mc)} deployments")
+    if res.mc_env is not None:
+        plot_environment(res.mc_env, os.path.join(out, "mc_environment.png"), "last Monte Carlo environment", env)
+    plot_scores({"Monte Carlo": res.mc, "Ideal": res.ideal, "Random (mean)": res.random_mean},
+                os.path.join(out, "scores.png"), band=(res.random_mean, res.random_std))
+    print(f"final scores: MC {res.mc[-1]:.2f}, Ideal {res.ideal[-1]:.2f}, "
+          f"Random {res.random_mean[-1]:.2f} ± {res.random_std[-1]:.2f}; wrote {out}/scores.csv")
+    return 0
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``vinemap`` with nested ``deploy`` and ``explore`` sub-commands."""
+    vm = subparsers.add_parser("vinemap", help="geometric vine-robot simulator and Monte Carlo mapping",
+                               description="Geometric vine-robot simulator on visibility graphs and Monte Carlo "
+                                           "mapping (Fuentes et al. 2025). Lengths in metres, angles in degrees.")
+    sub = vm.add_subparsers(dest="vinemap_command", metavar="SUBCOMMAND")
+    vm.set_defaults(func=lambda a: (vm.print_help(), 2)[1])
+
+    d = sub.add_parser("deploy", help="simulate one deployment; writes result.json and deployment.png")
+    d.add_argument("--env", required=True, help="environment JSON file (see docs/vinemap.md)")
+    d.add_argument("--launch", required=True, metavar="X,Y,DEG", help="launch point [m] and angle [deg]")
+    d.add_argument("--turn", metavar="FRACTION,DEG", help="pre-formed turn at FRACTION of the length, angle [deg]")
+    d.add_argument("--length", type=float, help="robot length [m] (default: the environment's robot_length)")
+    d.add_argument("--out", required=True, help="output directory")
+    d.set_defaults(func=cmd_deploy)
+
+    e = sub.add_parser("explore", help="Monte Carlo mapping vs Ideal and Random; writes scores.csv and pictures")
+    src = e.add_argument_group("environment (one of)")
+    src.add_argument("--env", help="environment JSON file")
+    src.add_argument("--random", choices=("uniform", "nonuniform"), help="generate a random environment")
+    e.add_argument("--seed", type=int, default=0, help="seed for the environment and the sampling")
+    e.add_argument("--deployments", type=int, default=20)
+    e.add_argument("--turns", action="store_true", help="use the 570-action space with turns (default 100 straight)")
+    e.add_argument("--mc-envs", type=int, default=5, help="Monte Carlo environments per loop")
+    e.add_argument("--random-repeats", type=int, default=100, help="repeats of the Random baseline")
+    e.add_argument("--out", required=True, help="output directory")
+    e.set_defaults(func=cmd_explore)
