@@ -2,8 +2,9 @@
 
 Elliptic (anisotropic) cone |(λ1/μ1, λ2/μ2)| ≤ λ_n in a tangent frame fixed to the shape. For a sliding contact the maximal
 dissipation impulse is λ_k = −μ_k² u_k λ_n / q, q = √(μ1²u1² + μ2²u2²), so the fixed point weight of row k is
-w_k = q / (μ_k² λ_n) (isotropic: w = |u_t|/(μλ_n)). The slip speed in q is floored at a small creep speed, so a sticking
-contact is a very stiff row rather than a switch between hard and sliding rows. After every Newton iteration the
+w_k = q / (μ_k² λ_n) (isotropic: w = |u_t|/(μλ_n)). Between Newton iterations q is updated from an FB-style
+complement of slip speed and distance to the cone (``friction_slip_measure``), floored at a small creep speed, so a
+sticking contact is a very stiff row rather than a switch between hard and sliding rows. After every Newton iteration the
 impulse is projected back onto the cone, which enforces the bound exactly: the known bug of the raw |λ_f| denominator
 (friction exceeding μλ_n once sliding) cannot occur.
 """
@@ -12,16 +13,34 @@ import warp as wp
 
 
 @wp.func
-def friction_weight(u: float, u_other: float, mu: float, mu_other: float, cone_normal: float, stick_velocity: float, w_free: float) -> float:
-    """Fixed-point weight w of one tangent row [velocity per impulse].
+def friction_slip_measure(u1: float, u2: float, l1: float, l2: float, mu1: float, mu2: float, cone_normal: float, r: float, stick_velocity: float) -> float:
+    """Effective weighted slip q = √(μ1²u1² + μ2²u2²)·(slip/|u_t|) for the fixed-point weights [velocity].
 
-    The slip speed is floored at ``stick_velocity`` [m/s], so a sticking contact is a very stiff viscous row
-    (creep ≤ stick_velocity) instead of a switch between hard and sliding rows; this keeps w continuous in the state
-    and the Newton iteration from cycling between stick and slip."""
+    The slip is the FB-style complement of the two quantities that cannot both be positive: the tangential speed |u_t|
+    and the distance of λ_f to the cone boundary, expressed as a speed, r·μ·(λ_n − ‖(λ1/μ1, λ2/μ2)‖) (r is the
+    Delassus diagonal): slip = max(|u_t| − r·μ·(λ_n − e), 0). A contact whose friction can still stop it within the
+    step is therefore treated as sticking, one that saturates the cone as sliding. The slip is floored at a creep speed
+    so that sticking rows stay (very stiff) compliant rows and w stays continuous in the state."""
+    mu_max = wp.max(mu1, mu2)
+    e2 = float(0.0)
+    if mu1 > 0.0:
+        e2 += (l1 / mu1) * (l1 / mu1)
+    if mu2 > 0.0:
+        e2 += (l2 / mu2) * (l2 / mu2)
+    inside = wp.max(cone_normal - wp.sqrt(e2), 0.0)
+    speed = wp.sqrt(u1 * u1 + u2 * u2)
+    slip = wp.max(speed - r * mu_max * inside, 0.0)
+    q = float(0.0)
+    if speed > 0.0:
+        q = wp.sqrt(mu1 * mu1 * u1 * u1 + mu2 * mu2 * u2 * u2) * slip / speed
+    return wp.max(q, mu_max * stick_velocity)
+
+
+@wp.func
+def friction_weight(q: float, mu: float, cone_normal: float, w_free: float) -> float:
+    """Fixed-point weight w_k = q/(μ_k² λ_n) of one tangent row [velocity per impulse]; w_free switches the row off."""
     if cone_normal <= 0.0 or mu <= 0.0:
         return w_free  # no friction along this axis: drives λ → −u/w ≈ 0
-    q = wp.sqrt(mu * mu * u * u + mu_other * mu_other * u_other * u_other)
-    q = wp.max(q, wp.max(mu, mu_other) * stick_velocity)
     return wp.min(q / (mu * mu * cone_normal), w_free)
 
 

@@ -13,7 +13,7 @@ so Schur diagonal compliance is α/(h(h+β)) and the right-hand side is −φ (s
 import warp as wp
 
 from .contact import fischer_burmeister_row, shape_signed_distance, tangent_basis
-from .friction import friction_weight
+from .friction import friction_slip_measure, friction_weight
 from .tet import (
     polar_rotation,
     tet_compliance_diagonal,
@@ -160,8 +160,9 @@ def assemble_rows(
             u1 = wp.dot(t1, vp)
             u2 = wp.dot(t2, vp)
             w_free = contact.free_weight * inv_m
-            wt1 = friction_weight(u1, u2, mu[0], mu[1], cone, contact.stick_velocity, w_free)
-            wt2 = friction_weight(u2, u1, mu[1], mu[0], cone, contact.stick_velocity, w_free)
+            q = friction_slip_measure(u1, u2, lam[row0], lam[row0 + 1], mu[0], mu[1], cone, inv_m, contact.stick_velocity)
+            wt1 = friction_weight(q, mu[0], cone, w_free)
+            wt2 = friction_weight(q, mu[1], cone, w_free)
             phi1 = u1 + wt1 * lam[row0]
             phi2 = u2 + wt2 * lam[row0 + 1]
             jac.row_compliance[row0] = wt1

@@ -51,6 +51,8 @@ class SolverConfig:
     newton_tolerance: float = 0.0
     #: factor applied to the previous step's bilateral multipliers as a start value (0: cold start)
     warm_start: float = 1.0
+    #: factor applied to the previous step's contact impulses (normal and friction) as a start value
+    contact_warm_start: float = 0.0
     #: contacts farther than this are not solved [m]
     contact_margin: float = 0.01
     #: floor on ∂φ/∂a of the FB normal rows
@@ -75,7 +77,7 @@ class SolverConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or v < 1:
                 raise ValueError(f"{name} must be an integer ≥ 1, got {v!r}")
-        for name in ("linear_tolerance", "newton_tolerance", "warm_start", "contact_margin", "fb_min_derivative", "fb_smoothing", "friction_free_weight", "friction_stick_velocity"):
+        for name in ("linear_tolerance", "newton_tolerance", "warm_start", "contact_warm_start", "contact_margin", "fb_min_derivative", "fb_smoothing", "friction_free_weight", "friction_stick_velocity"):
             v = float(getattr(self, name))
             if not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number ≥ 0, got {getattr(self, name)!r}")
@@ -268,8 +270,8 @@ class Solver:
         if m.row_count == 0:
             wp.launch(kint.finalize_particles, dim=W * m.particle_count, inputs=[m.particle_count, self.dt, self.x_start, self.v], outputs=[state.particle_q, state.particle_qd, self.nonfinite], device=dev)
             return
-        wp.launch(kint.start_multipliers, dim=nrows, inputs=[m.row_count, m.bilateral_row_count, cfg.warm_start, self.lam], device=dev)
-        if cfg.warm_start > 0.0 and m.bilateral_row_count > 0:
+        wp.launch(kint.start_multipliers, dim=nrows, inputs=[m.row_count, m.bilateral_row_count, cfg.warm_start, cfg.contact_warm_start, self.lam], device=dev)
+        if cfg.warm_start > 0.0 or cfg.contact_warm_start > 0.0:
             self._assemble(0, scale, self._scratch_res)
             self._apply(self.lam)
         tol_sq = cfg.linear_tolerance**2
