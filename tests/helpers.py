@@ -1,8 +1,13 @@
 """Small scene builders shared by the engine tests."""
 
+import os
+
 import numpy as np
 
 import softsnake as ss
+
+#: device the engine tests run on (CI: cpu; set SOFTSNAKE_TEST_DEVICE=cuda on a GPU machine)
+TEST_DEVICE = os.environ.get("SOFTSNAKE_TEST_DEVICE", "cpu")
 
 
 def block_on_ground(gravity, mu, *, size=0.05, youngs=1.0e6, worlds=1, cells=(1, 1, 1)):
@@ -11,7 +16,7 @@ def block_on_ground(gravity, mu, *, size=0.05, youngs=1.0e6, worlds=1, cells=(1,
     mesh = ss.box_tet_mesh((size, size, size), cells, origin=(-size / 2, -size / 2, 0.0))
     ids = b.add_soft_mesh(mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=youngs, poisson_ratio=0.3)
     b.add_ground_plane(mu=mu)
-    return b.finalize(device="cpu", worlds=worlds), ids
+    return b.finalize(device=TEST_DEVICE, worlds=worlds), ids
 
 
 def tilted_gravity(theta, axis="x", g=9.81):

@@ -3,6 +3,7 @@
 import numpy as np
 
 import softsnake as ss
+from helpers import TEST_DEVICE
 
 
 def test_pendulum_length_and_small_angle_period():
@@ -11,7 +12,7 @@ def test_pendulum_length_and_small_angle_period():
     pivot = b.add_particle((0.0, 0.0, 1.0), mass=0.0)
     bob = b.add_particle((length * np.sin(theta0), 0.0, 1.0 - length * np.cos(theta0)), mass=0.2)
     b.add_distance(pivot, bob)
-    model = b.finalize(device="cpu")
+    model = b.finalize(device=TEST_DEVICE)
     state = model.state()
     solver = ss.Solver(model, dt=dt, newton_iterations=2, linear_iterations=2)
     period = 2 * np.pi * np.sqrt(length / g)

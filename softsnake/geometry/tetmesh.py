@@ -133,7 +133,7 @@ def read_tet_mesh(path) -> TetMesh:
         raise ValueError(f"cannot read tet mesh: no such file {str(p)!r}")
     try:
         m = meshio.read(p)
-    except Exception as exc:  # meshio raises many types for malformed input
+    except (Exception, SystemExit) as exc:  # meshio raises many types (and some readers exit) on malformed input
         raise ValueError(f"cannot read tet mesh {str(p)!r}: {exc}") from exc
     tets = [c.data for c in m.cells if c.type == "tetra"]
     if not tets:

@@ -1,0 +1,66 @@
+"""Acceptance 1: clamped cantilever under self-weight vs an independent linear FEM solve and beam theory.
+
+The engine settles the beam dynamically (implicit Euler damps it to the static equilibrium); the reference solves
+K u = f on the same mesh with scipy's sparse direct solver. Ratios to Euler-Bernoulli + Timoshenko theory are printed
+(run pytest with -s) and must increase with resolution (linear tets are too stiff in bending and converge from below).
+"""
+
+import numpy as np
+import pytest
+from reference import cantilever_tip_deflection, linear_fem_displacement
+
+import softsnake as ss
+from helpers import TEST_DEVICE
+
+LENGTH, DEPTH, YOUNGS, DENSITY, G = 0.16, 0.02, 1.0e7, 1000.0, 9.81  # L/depth = 8; tip deflection ≈ 1% of L
+
+
+def beam_mesh(n):
+    return ss.box_tet_mesh((LENGTH, DEPTH, DEPTH), (8 * n, n, n))
+
+
+def settle(mesh, nu, steps, dt=0.002):
+    b = ss.ModelBuilder(gravity=(0.0, 0.0, -G))
+    b.add_soft_mesh(mesh.vertices, mesh.tets, density=DENSITY, youngs_modulus=YOUNGS, poisson_ratio=nu)
+    clamp = np.nonzero(mesh.vertices[:, 0] < 1e-9)[0]
+    b.fix_particles(clamp)
+    model = b.finalize(device=TEST_DEVICE)
+    state = model.state()
+    # budget to *solve* the discrete problem: converged PCR, cold start (see README: solver budgets)
+    solver = ss.Solver(model, dt=dt, newton_iterations=4, linear_iterations=200, linear_tolerance=1e-5, warm_start=0.0)
+    for _ in range(steps):
+        solver.step(state)
+    return state.particle_q.numpy() - mesh.vertices, clamp
+
+
+@pytest.mark.parametrize("n, steps", [(1, 200), (2, 300), (3, 300)])
+def test_cantilever_matches_linear_fem(n, steps):
+    mesh = beam_mesh(n)
+    u, clamp = settle(mesh, 0.3, steps)
+    tip = np.nonzero(mesh.vertices[:, 0] > LENGTH - 1e-9)[0]
+    ref = linear_fem_displacement(mesh.vertices, mesh.tets, YOUNGS, 0.3, DENSITY, (0, 0, -G), clamp)
+    engine_tip, ref_tip = -u[tip, 2].mean(), -ref[tip, 2].mean()
+    beam = cantilever_tip_deflection(LENGTH, DEPTH, DEPTH, YOUNGS, 0.3, DENSITY, G)
+    print(f"\n{8*n}x{n}x{n} cubes ({len(mesh.tets)} tets): engine/FEM = {engine_tip/ref_tip:.4f}, FEM/beam = {ref_tip/beam:.3f}")
+    assert engine_tip == pytest.approx(ref_tip, rel=0.03)
+
+
+def test_linear_tets_converge_toward_beam_theory_and_lock_when_incompressible():
+    beam = cantilever_tip_deflection(LENGTH, DEPTH, DEPTH, YOUNGS, 0.3, DENSITY, G)
+    ratios = []
+    for n in (1, 2, 3, 4):
+        mesh = beam_mesh(n)
+        clamp = np.nonzero(mesh.vertices[:, 0] < 1e-9)[0]
+        tip = np.nonzero(mesh.vertices[:, 0] > LENGTH - 1e-9)[0]
+        ref = linear_fem_displacement(mesh.vertices, mesh.tets, YOUNGS, 0.3, DENSITY, (0, 0, -G), clamp)
+        ratios.append(-ref[tip, 2].mean() / beam)
+    print("\nFEM/beam theory at nu=0.3 for 8n x n x n meshes, n=1..4:", np.round(ratios, 3))
+    assert np.all(np.diff(ratios) > 0) and ratios[-1] < 1.0
+    mesh = beam_mesh(4)
+    clamp = np.nonzero(mesh.vertices[:, 0] < 1e-9)[0]
+    tip = np.nonzero(mesh.vertices[:, 0] > LENGTH - 1e-9)[0]
+    locked = linear_fem_displacement(mesh.vertices, mesh.tets, YOUNGS, 0.4999, DENSITY, (0, 0, -G), clamp)
+    beam_inc = cantilever_tip_deflection(LENGTH, DEPTH, DEPTH, YOUNGS, 0.4999, DENSITY, G)
+    ratio = -locked[tip, 2].mean() / beam_inc
+    print(f"FEM/beam theory at nu=0.4999 (32x4x4): {ratio:.3f}  (volumetric locking)")
+    assert ratio < 0.1
