@@ -128,7 +128,7 @@ def invert_streams(L: np.ndarray, theta: np.ndarray, launch, launch_angle: float
     thB = float(launch_angle)
     cands: list[tuple[np.ndarray, float]] = []  # wall ends passed on the current body line (skimmed corners)
     walls = []
-    smooth_k = 1 if angle_noise == 0 else 9
+    smooth_k = 1 if angle_noise == 0 else 15
     for i0, i1, split in _runs(theta, jump + 4 * angle_noise):
         Li = L[i0:i1]
         ti = _smooth(theta[i0:i1], smooth_k)
@@ -137,7 +137,8 @@ def invert_streams(L: np.ndarray, theta: np.ndarray, launch, launch_angle: float
         uW = unit(thW)
         nW = np.array([-uW[1], uW[0]])
         Co = P + (Li[0] - arcP) * unit(thB)                 # Eq. 16
-        tol = 1e-6 + 4.0 * (angle_noise * max(Li[-1] - arcP, 0.0) + length_noise)
+        eff = angle_noise / math.sqrt(smooth_k)
+        tol = 1e-6 + 3.0 * (eff * max(Li[-1] - arcP, 0.0) + length_noise)
 
         def tips(Q, arcQ, sl=slice(None)):
             return Q + (Li[sl] - arcQ)[:, None] * np.stack([np.cos(phi[sl]), np.sin(phi[sl])], axis=1)
@@ -150,26 +151,34 @@ def invert_streams(L: np.ndarray, theta: np.ndarray, launch, launch_angle: float
         pivots = [Q]
         pts = []
         i = 0
+        win = 1 if angle_noise == 0 and length_noise == 0 else 10
         while i < len(Li):
-            c = tips(Q, arcQ, slice(i, i + 1))[0]
-            if abs((c - Co) @ nW) <= tol or i == 0:
-                pts.append(c)
+            ahead = slice(i, min(i + win, len(Li)))
+            res = np.abs((tips(Q, arcQ, ahead) - Co) @ nW)
+            if i == 0 or np.median(res) <= tol:
+                pts.append(tips(Q, arcQ, slice(i, i + 1))[0])
                 i += 1
                 continue
-            # Pivot change: B' = Q + s u(phi_k) on the body line at the last consistent sample k = i - 1.
+            # Pivot change: B' = Q + s u(phi_k) on the body line at the last consistent sample k = i - 1;
+            # s from the flat-wall condition n_W . (C_j - C_o) = 0 on the following samples (least squares).
             k = i - 1
             uk = unit(phi[k])
-            sl = slice(i, min(i + 15, len(Li)))
+            sl = slice(i, min(i + 40, len(Li)))
             ui = np.stack([np.cos(phi[sl]), np.sin(phi[sl])], axis=1)
             a = uk @ nW - ui @ nW
             b = -((Q - Co) @ nW) - (Li[sl] - arcQ) * (ui @ nW)
             s = float(a @ b / max(a @ a, 1e-300))
             if not (0.0 < s < Li[i] - arcQ):
-                pts.append(c)  # not a consistent kink (noise): keep the old pivot
+                pts.append(tips(Q, arcQ, slice(i, i + 1))[0])  # not a consistent kink (noise): keep the pivot
                 i += 1
                 continue
             Q, arcQ = Q + s * uk, arcQ + s
-            pivots.append(Q)
+            if len(pivots) > 1 and norm(Q - pivots[-1]) < 0.01:
+                pivots[-1] = Q  # refinement of the pivot found a few samples earlier
+            else:
+                pivots.append(Q)
+            pts.append(tips(Q, arcQ, slice(i, i + 1))[0])
+            i += 1
         pts = np.asarray(pts)
         # Wall line through the contact points (total least squares), segment between the extreme projections.
         cen = pts.mean(axis=0)

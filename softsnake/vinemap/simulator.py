@@ -102,6 +102,7 @@ class _Sim:
         self.LT = (action.turn_fraction or 0.0) * action.length
         self.skimmed: list[tuple[np.ndarray, float, int, bool]] = []  # (point, dist from ray source, side, on La)
         self.t_min = 0.0
+        self.contacts_left = 60
         self.out = Deployment(np.zeros((0, 2)), [], [], [], [])
 
     # -- small helpers -----------------------------------------------------------------------------------------
@@ -232,6 +233,10 @@ class _Sim:
     # -- wall contact (Algorithm 2 lines 18-34, Algorithm 3) ------------------------------------------------------
     def contact(self, h, cands, d) -> None:
         """Tip at ``h`` pressed against the wall(s) in ``cands`` = [(end vertex, edge index)], heading ``d``."""
+        self.contacts_left -= 1
+        if self.contacts_left <= 0:  # guard against zero-length ping-pong between two wall ends
+            self.finish(h, stuck=True, event="max_events")
+            return
         best = None
         for e_idx, k in cands:
             w = self.V[e_idx] - h
