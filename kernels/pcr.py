@@ -2,7 +2,9 @@
 
 Every world runs its own recurrence: the scalars α, β come from per-world dot products (arrays indexed k·worlds + w), so
 worlds never influence each other. A world whose residual fell below tol·‖b‖ is frozen (α = 0) without any host
-round trip. Kernels work on flat row arrays of length worlds·rows_per_world.
+round trip. Row kernels are launched on (world, lane) pairs: a lane walks the rows lane, lane + lanes, ... of its world
+(coalesced on GPUs) and adds its partial dot product with a single atomic, which keeps atomic contention per world low.
+With one lane per world (the CPU setting) sums run in a fixed order, so results are bitwise reproducible.
 """
 
 import warp as wp
@@ -11,6 +13,7 @@ import warp as wp
 @wp.kernel
 def pcr_init(
     rows_per_world: int,
+    lanes: int,
     b: wp.array(dtype=float),
     diag: wp.array(dtype=float),
     x: wp.array(dtype=float),
@@ -18,19 +21,42 @@ def pcr_init(
     z: wp.array(dtype=float),
     rr: wp.array(dtype=float),
 ):
-    i = wp.tid()
-    w = i // rows_per_world
-    bi = b[i]
-    x[i] = 0.0
-    r[i] = bi
-    z[i] = bi / diag[i]
-    if bi != 0.0:
-        wp.atomic_add(rr, w, bi * bi)
+    """x = 0, r = b, z = P b; rr_0 = b·b."""
+    tid = wp.tid()
+    w = tid // lanes
+    acc = float(0.0)
+    for k in range(tid - w * lanes, rows_per_world, lanes):
+        i = w * rows_per_world + k
+        bi = b[i]
+        x[i] = 0.0
+        r[i] = bi
+        z[i] = bi / diag[i]
+        acc += bi * bi
+    wp.atomic_add(rr, w, acc)
+
+
+@wp.kernel
+def dot_per_world(
+    rows_per_world: int,
+    lanes: int,
+    a: wp.array(dtype=float),
+    b: wp.array(dtype=float),
+    out: wp.array(dtype=float),
+):
+    """out[w] += a·b over the rows of world w."""
+    tid = wp.tid()
+    w = tid // lanes
+    acc = float(0.0)
+    for k in range(tid - w * lanes, rows_per_world, lanes):
+        i = w * rows_per_world + k
+        acc += a[i] * b[i]
+    wp.atomic_add(out, w, acc)
 
 
 @wp.kernel
 def pcr_direction(
     rows_per_world: int,
+    lanes: int,
     worlds: int,
     k: int,
     z: wp.array(dtype=float),
@@ -42,24 +68,27 @@ def pcr_direction(
     den: wp.array(dtype=float),
 ):
     """p = z + βp, Ap = Az + βAp with β = (z·Az)_k/(z·Az)_{k−1}; accumulates den_k = Ap·P·Ap."""
-    i = wp.tid()
-    w = i // rows_per_world
+    tid = wp.tid()
+    w = tid // lanes
     beta = float(0.0)
     if k > 0:
         prev = num[(k - 1) * worlds + w]
         if prev > 0.0:
             beta = num[k * worlds + w] / prev
-    pi = z[i] + beta * p[i]
-    api = Az[i] + beta * Ap[i]
-    p[i] = pi
-    Ap[i] = api
-    if api != 0.0:
-        wp.atomic_add(den, k * worlds + w, api * api / diag[i])
+    acc = float(0.0)
+    for j in range(tid - w * lanes, rows_per_world, lanes):
+        i = w * rows_per_world + j
+        api = Az[i] + beta * Ap[i]
+        p[i] = z[i] + beta * p[i]
+        Ap[i] = api
+        acc += api * api / diag[i]
+    wp.atomic_add(den, k * worlds + w, acc)
 
 
 @wp.kernel
 def pcr_update(
     rows_per_world: int,
+    lanes: int,
     worlds: int,
     k: int,
     tol_sq: float,
@@ -75,21 +104,24 @@ def pcr_update(
     iterations: wp.array(dtype=int),
 ):
     """x += αp, r −= αAp, z −= αP·Ap with α = (z·Az)_k/(Ap·P·Ap)_k; accumulates rr_{k+1} = r·r."""
-    i = wp.tid()
-    w = i // rows_per_world
-    rr_k = rr[k * worlds + w]
+    tid = wp.tid()
+    w = tid // lanes
+    lane = tid - w * lanes
     alpha = float(0.0)
     d = den[k * worlds + w]
-    if d > 0.0 and rr_k > tol_sq * rr[w]:
+    if d > 0.0 and rr[k * worlds + w] > tol_sq * rr[w]:
         alpha = num[k * worlds + w] / d
-    api = Ap[i]
-    x[i] = x[i] + alpha * p[i]
-    ri = r[i] - alpha * api
-    r[i] = ri
-    z[i] = z[i] - alpha * api / diag[i]
-    if ri != 0.0:
-        wp.atomic_add(rr, (k + 1) * worlds + w, ri * ri)
-    if alpha != 0.0 and i == w * rows_per_world:
+    acc = float(0.0)
+    for j in range(lane, rows_per_world, lanes):
+        i = w * rows_per_world + j
+        api = Ap[i]
+        x[i] = x[i] + alpha * p[i]
+        ri = r[i] - alpha * api
+        r[i] = ri
+        z[i] = z[i] - alpha * api / diag[i]
+        acc += ri * ri
+    wp.atomic_add(rr, (k + 1) * worlds + w, acc)
+    if alpha != 0.0 and lane == 0:
         iterations[w] = iterations[w] + 1
 
 

@@ -225,7 +225,6 @@ def gather_rows(
     x: wp.array(dtype=float),
     # Out:
     y: wp.array(dtype=float),
-    dot_xy: wp.array(dtype=float),  # per world, accumulates x·y
 ):
     """y = J M⁻¹ (impulse) + C x, with impulse = Jᵀ x from scatter_impulses."""
     tid = wp.tid()
@@ -233,7 +232,6 @@ def gather_rows(
     e = tid - w * m.element_count
     pbase = w * m.particle_count
     rbase = w * m.row_count
-    acc = float(0.0)
     if e < m.distance_count:
         i = m.distance_i[e]
         j = m.distance_j[e]
@@ -241,7 +239,6 @@ def gather_rows(
         r = rbase + e
         val = wp.dot(jac.distance_dir[w * m.distance_count + e], dv) + jac.row_compliance[r] * x[r]
         y[r] = val
-        acc = val * x[r]
     elif e < m.distance_count + m.tet_count:
         t = e - m.distance_count
         idx = m.tet_indices[t]
@@ -265,7 +262,6 @@ def gather_rows(
                 + cx[r]
             )
             y[row0 + r] = val
-            acc += val * xt[r]
     else:
         cidx = e - m.distance_count - m.tet_count
         p = cidx // m.shape_count
@@ -275,6 +271,3 @@ def gather_rows(
         for r in range(3):
             val = dv[r] + jac.row_compliance[row0 + r] * x[row0 + r]
             y[row0 + r] = val
-            acc += val * x[row0 + r]
-    if acc != 0.0:
-        wp.atomic_add(dot_xy, w, acc)

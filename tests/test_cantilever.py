@@ -26,8 +26,8 @@ def settle(mesh, nu, steps, dt=0.002):
     b.fix_particles(clamp)
     model = b.finalize(device=TEST_DEVICE)
     state = model.state()
-    # budget to *solve* the discrete problem: converged PCR, cold start (see README: solver budgets)
-    solver = ss.Solver(model, dt=dt, newton_iterations=4, linear_iterations=200, linear_tolerance=1e-5, warm_start=0.0)
+    # budget to *solve* the discrete problem: converged PCR (see README: solver budgets)
+    solver = ss.Solver(model, dt=dt, newton_iterations=4, linear_iterations=200, linear_tolerance=1e-5)
     for _ in range(steps):
         solver.step(state)
     return state.particle_q.numpy() - mesh.vertices, clamp

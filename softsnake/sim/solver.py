@@ -49,8 +49,9 @@ class SolverConfig:
     linear_tolerance: float = 0.0
     #: skip a world's remaining Newton updates once its residual norm ≤ this [m/s] (0: off)
     newton_tolerance: float = 0.0
-    #: factor applied to the previous step's bilateral multipliers as a start value (0: cold start)
-    warm_start: float = 1.0
+    #: factor applied to the previous step's bilateral multipliers as a start value (0: cold start). Off by default:
+    #: carried multipliers made stiff, finely meshed tet bodies diverge (see README, "Solver settings").
+    warm_start: float = 0.0
     #: factor applied to the previous step's contact impulses (normal and friction) as a start value
     contact_warm_start: float = 0.0
     #: contacts farther than this are not solved [m]
@@ -139,6 +140,8 @@ class Solver:
         self.config = cfg
         self._graph = None
         self._graph_key = None
+        # lanes per world for the row reductions: one on the CPU (fixed summation order), up to 1024 on GPUs
+        self.lanes = 1 if not model.device.is_cuda else max(1, min(1024, model.row_count))
         self._allocate()
         self.diverged_worlds: set[int] = set()
 
@@ -231,11 +234,13 @@ class Solver:
         self.diverged_worlds.update(int(b) for b in bad)
 
     def _matvec(self, x: wp.array, y: wp.array, dot_out: wp.array) -> None:
+        """y = (J M⁻¹ Jᵀ + C) x and dot_out[w] += x·y per world."""
         m = self.model
         dim = m.worlds * m.element_count
         self.impulse.zero_()
         wp.launch(kschur.scatter_impulses, dim=dim, inputs=[m.data, self.jac, x], outputs=[self.impulse], device=m.device)
-        wp.launch(kschur.gather_rows, dim=dim, inputs=[m.data, self.jac, self.dt, self.impulse, x], outputs=[y, dot_out], device=m.device)
+        wp.launch(kschur.gather_rows, dim=dim, inputs=[m.data, self.jac, self.dt, self.impulse, x], outputs=[y], device=m.device)
+        wp.launch(kpcr.dot_per_world, dim=m.worlds * self.lanes, inputs=[m.row_count, self.lanes, x, y, dot_out], device=m.device)
 
     def _assemble(self, newton_iteration: int, scale: wp.array, residual: wp.array) -> None:
         m = self.model
@@ -282,14 +287,14 @@ class Solver:
             self._assemble(it, scale, self._res[it])
             if host_exit and cfg.newton_tolerance > 0.0 and np.all(self._res[it].numpy() <= cfg.newton_tolerance**2):
                 break
-            wp.launch(kpcr.pcr_init, dim=nrows, inputs=[m.row_count, self.rhs, self.diag, self.dlam, self.r, self.z, rr], device=dev)
+            wp.launch(kpcr.pcr_init, dim=W * self.lanes, inputs=[m.row_count, self.lanes, self.rhs, self.diag, self.dlam, self.r, self.z, rr], device=dev)
             self._matvec(self.z, self.Az, num)
             for k in range(L):
-                wp.launch(kpcr.pcr_direction, dim=nrows, inputs=[m.row_count, W, k, self.z, self.Az, self.diag, num, self.p, self.Ap, den], device=dev)
+                wp.launch(kpcr.pcr_direction, dim=W * self.lanes, inputs=[m.row_count, self.lanes, W, k, self.z, self.Az, self.diag, num, self.p, self.Ap, den], device=dev)
                 wp.launch(
                     kpcr.pcr_update,
-                    dim=nrows,
-                    inputs=[m.row_count, W, k, tol_sq, self.diag, num, den, self.p, self.Ap, self.dlam, self.r, self.z, rr, iters],
+                    dim=W * self.lanes,
+                    inputs=[m.row_count, self.lanes, W, k, tol_sq, self.diag, num, den, self.p, self.Ap, self.dlam, self.r, self.z, rr, iters],
                     device=dev,
                 )
                 if host_exit and tol_sq > 0.0:
