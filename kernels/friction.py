@@ -18,8 +18,9 @@ def friction_slip_measure(u1: float, u2: float, l1: float, l2: float, mu1: float
 
     The slip is the FB-style complement of the two quantities that cannot both be positive: the tangential speed |u_t|
     and the distance of λ_f to the cone boundary, expressed as a speed, r·μ·(λ_n − ‖(λ1/μ1, λ2/μ2)‖) (r is the
-    Delassus diagonal): slip = max(|u_t| − r·μ·(λ_n − e), 0). A contact whose friction can still stop it within the
-    step is therefore treated as sticking, one that saturates the cone as sliding. The slip is floored at a creep speed
+    Delassus diagonal): slip = max(|u_t| − r·μ·(λ_n − e), 0), with the distance signed, so an impulse outside the cone
+    counts as slip. A contact whose friction can still stop it within the step is therefore treated as sticking, one
+    that needs more than the cone allows as sliding. The slip is floored at a creep speed
     so that sticking rows stay (very stiff) compliant rows and w stays continuous in the state."""
     mu_max = wp.max(mu1, mu2)
     e2 = float(0.0)
@@ -27,7 +28,7 @@ def friction_slip_measure(u1: float, u2: float, l1: float, l2: float, mu1: float
         e2 += (l1 / mu1) * (l1 / mu1)
     if mu2 > 0.0:
         e2 += (l2 / mu2) * (l2 / mu2)
-    inside = wp.max(cone_normal - wp.sqrt(e2), 0.0)
+    inside = cone_normal - wp.sqrt(e2)  # signed: negative when λ_f lies outside the cone
     speed = wp.sqrt(u1 * u1 + u2 * u2)
     slip = wp.max(speed - r * mu_max * inside, 0.0)
     q = float(0.0)

@@ -17,10 +17,14 @@ def build(worlds):
     return b.finalize(device=TEST_DEVICE, worlds=worlds)
 
 
-def run(model, state, steps=60):
-    solver = ss.Solver(model, dt=1.0 / 120.0, newton_iterations=4, linear_iterations=20)
+def run(model, state, steps=120):
+    # h = 1/480 s: the frictional impact of this soft cube is not resolved by 4 Newton iterations at h = 1/120 s
+    # (an open problem, see the README), and a diverging run could compare equal world to world on the CPU.
+    solver = ss.Solver(model, dt=1.0 / 480.0, newton_iterations=4, linear_iterations=20)
     for _ in range(steps):
         solver.step(state)
+        cube_speed = np.abs(state.particle_qd.numpy().reshape(model.worlds, model.particle_count, 3)[:, :-2])
+        assert cube_speed.max() < 1.0  # physically sane: the cube never moves faster than its throw + fall
     return state.particle_q.numpy().reshape(model.worlds, model.particle_count, 3)
 
 
