@@ -2,9 +2,10 @@
 
 Every world runs its own recurrence: the scalars α, β come from per-world dot products (arrays indexed k·worlds + w), so
 worlds never influence each other. A world whose residual fell below tol·‖b‖ is frozen (α = 0) without any host
-round trip. Row kernels are launched on (world, lane) pairs: a lane walks the rows lane, lane + lanes, ... of its world
-(coalesced on GPUs) and adds its partial dot product with a single atomic, which keeps atomic contention per world low.
-With one lane per world (the CPU setting) sums run in a fixed order, so results are bitwise reproducible.
+round trip. Row kernels are tiled launches with one block per world: the threads of a block walk the rows lane,
+lane + block_dim, ... of their world (coalesced on GPUs) and the block reduces its partial dot products with a tile sum.
+There are no atomics, so results are reproducible run to run and a world's result does not depend on the other worlds
+(on the CPU a block has one thread and sums run in row order).
 """
 
 import warp as wp
@@ -13,7 +14,6 @@ import warp as wp
 @wp.kernel
 def pcr_init(
     rows_per_world: int,
-    lanes: int,
     b: wp.array(dtype=float),
     diag: wp.array(dtype=float),
     x: wp.array(dtype=float),
@@ -22,41 +22,37 @@ def pcr_init(
     rr: wp.array(dtype=float),
 ):
     """x = 0, r = b, z = P b; rr_0 = b·b."""
-    tid = wp.tid()
-    w = tid // lanes
+    w, lane = wp.tid()
     acc = float(0.0)
-    for k in range(tid - w * lanes, rows_per_world, lanes):
+    for k in range(lane, rows_per_world, wp.block_dim()):
         i = w * rows_per_world + k
         bi = b[i]
         x[i] = 0.0
         r[i] = bi
         z[i] = bi / diag[i]
         acc += bi * bi
-    wp.atomic_add(rr, w, acc)
+    wp.tile_store(rr, wp.tile_sum(wp.tile(acc)), offset=w)
 
 
 @wp.kernel
 def dot_per_world(
     rows_per_world: int,
-    lanes: int,
     a: wp.array(dtype=float),
     b: wp.array(dtype=float),
     out: wp.array(dtype=float),
 ):
-    """out[w] += a·b over the rows of world w."""
-    tid = wp.tid()
-    w = tid // lanes
+    """out[w] = a·b over the rows of world w."""
+    w, lane = wp.tid()
     acc = float(0.0)
-    for k in range(tid - w * lanes, rows_per_world, lanes):
+    for k in range(lane, rows_per_world, wp.block_dim()):
         i = w * rows_per_world + k
         acc += a[i] * b[i]
-    wp.atomic_add(out, w, acc)
+    wp.tile_store(out, wp.tile_sum(wp.tile(acc)), offset=w)
 
 
 @wp.kernel
 def pcr_direction(
     rows_per_world: int,
-    lanes: int,
     worlds: int,
     k: int,
     z: wp.array(dtype=float),
@@ -67,28 +63,26 @@ def pcr_direction(
     Ap: wp.array(dtype=float),
     den: wp.array(dtype=float),
 ):
-    """p = z + βp, Ap = Az + βAp with β = (z·Az)_k/(z·Az)_{k−1}; accumulates den_k = Ap·P·Ap."""
-    tid = wp.tid()
-    w = tid // lanes
+    """p = z + βp, Ap = Az + βAp with β = (z·Az)_k/(z·Az)_{k−1}; den_k = Ap·P·Ap."""
+    w, lane = wp.tid()
     beta = float(0.0)
     if k > 0:
         prev = num[(k - 1) * worlds + w]
         if prev > 0.0:
             beta = num[k * worlds + w] / prev
     acc = float(0.0)
-    for j in range(tid - w * lanes, rows_per_world, lanes):
+    for j in range(lane, rows_per_world, wp.block_dim()):
         i = w * rows_per_world + j
         api = Az[i] + beta * Ap[i]
         p[i] = z[i] + beta * p[i]
         Ap[i] = api
         acc += api * api / diag[i]
-    wp.atomic_add(den, k * worlds + w, acc)
+    wp.tile_store(den, wp.tile_sum(wp.tile(acc)), offset=k * worlds + w)
 
 
 @wp.kernel
 def pcr_update(
     rows_per_world: int,
-    lanes: int,
     worlds: int,
     k: int,
     tol_sq: float,
@@ -103,16 +97,14 @@ def pcr_update(
     rr: wp.array(dtype=float),
     iterations: wp.array(dtype=int),
 ):
-    """x += αp, r −= αAp, z −= αP·Ap with α = (z·Az)_k/(Ap·P·Ap)_k; accumulates rr_{k+1} = r·r."""
-    tid = wp.tid()
-    w = tid // lanes
-    lane = tid - w * lanes
+    """x += αp, r −= αAp, z −= αP·Ap with α = (z·Az)_k/(Ap·P·Ap)_k; rr_{k+1} = r·r."""
+    w, lane = wp.tid()
     alpha = float(0.0)
     d = den[k * worlds + w]
     if d > 0.0 and rr[k * worlds + w] > tol_sq * rr[w]:
         alpha = num[k * worlds + w] / d
     acc = float(0.0)
-    for j in range(lane, rows_per_world, lanes):
+    for j in range(lane, rows_per_world, wp.block_dim()):
         i = w * rows_per_world + j
         api = Ap[i]
         x[i] = x[i] + alpha * p[i]
@@ -120,7 +112,7 @@ def pcr_update(
         r[i] = ri
         z[i] = z[i] - alpha * api / diag[i]
         acc += ri * ri
-    wp.atomic_add(rr, (k + 1) * worlds + w, acc)
+    wp.tile_store(rr, wp.tile_sum(wp.tile(acc)), offset=(k + 1) * worlds + w)
     if alpha != 0.0 and lane == 0:
         iterations[w] = iterations[w] + 1
 

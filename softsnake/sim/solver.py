@@ -140,8 +140,8 @@ class Solver:
         self.config = cfg
         self._graph = None
         self._graph_key = None
-        # lanes per world for the row reductions: one on the CPU (fixed summation order), up to 1024 on GPUs
-        self.lanes = 1 if not model.device.is_cuda else max(1, min(1024, model.row_count))
+        # threads per world (one block each) for the row reductions of PCR; the CPU runs one thread per block
+        self.block_dim = 256 if model.device.is_cuda else 1
         self._allocate()
         self.diverged_worlds: set[int] = set()
 
@@ -240,7 +240,7 @@ class Solver:
         self.impulse.zero_()
         wp.launch(kschur.scatter_impulses, dim=dim, inputs=[m.data, self.jac, x], outputs=[self.impulse], device=m.device)
         wp.launch(kschur.gather_rows, dim=dim, inputs=[m.data, self.jac, self.dt, self.impulse, x], outputs=[y], device=m.device)
-        wp.launch(kpcr.dot_per_world, dim=m.worlds * self.lanes, inputs=[m.row_count, self.lanes, x, y, dot_out], device=m.device)
+        wp.launch_tiled(kpcr.dot_per_world, dim=[m.worlds], inputs=[m.row_count, x, y, dot_out], block_dim=self.block_dim, device=m.device)
 
     def _assemble(self, newton_iteration: int, scale: wp.array, residual: wp.array) -> None:
         m = self.model
@@ -287,14 +287,15 @@ class Solver:
             self._assemble(it, scale, self._res[it])
             if host_exit and cfg.newton_tolerance > 0.0 and np.all(self._res[it].numpy() <= cfg.newton_tolerance**2):
                 break
-            wp.launch(kpcr.pcr_init, dim=W * self.lanes, inputs=[m.row_count, self.lanes, self.rhs, self.diag, self.dlam, self.r, self.z, rr], device=dev)
+            wp.launch_tiled(kpcr.pcr_init, dim=[W], inputs=[m.row_count, self.rhs, self.diag, self.dlam, self.r, self.z, rr], block_dim=self.block_dim, device=dev)
             self._matvec(self.z, self.Az, num)
             for k in range(L):
-                wp.launch(kpcr.pcr_direction, dim=W * self.lanes, inputs=[m.row_count, self.lanes, W, k, self.z, self.Az, self.diag, num, self.p, self.Ap, den], device=dev)
-                wp.launch(
+                wp.launch_tiled(kpcr.pcr_direction, dim=[W], inputs=[m.row_count, W, k, self.z, self.Az, self.diag, num, self.p, self.Ap, den], block_dim=self.block_dim, device=dev)
+                wp.launch_tiled(
                     kpcr.pcr_update,
-                    dim=W * self.lanes,
-                    inputs=[m.row_count, self.lanes, W, k, tol_sq, self.diag, num, den, self.p, self.Ap, self.dlam, self.r, self.z, rr, iters],
+                    dim=[W],
+                    inputs=[m.row_count, W, k, tol_sq, self.diag, num, den, self.p, self.Ap, self.dlam, self.r, self.z, rr, iters],
+                    block_dim=self.block_dim,
                     device=dev,
                 )
                 if host_exit and tol_sq > 0.0:
