@@ -17,6 +17,9 @@ class ModelData:
 
     particle_inv_mass: wp.array(dtype=float)
     particle_radius: wp.array(dtype=float)
+    # rows acting on each particle (CSR): code = 4·element + local vertex, elements numbered [distance | tet | contact]
+    particle_incidence_start: wp.array(dtype=int)
+    particle_incidence: wp.array(dtype=int)
 
     distance_i: wp.array(dtype=int)
     distance_j: wp.array(dtype=int)

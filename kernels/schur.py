@@ -183,37 +183,36 @@ def scatter_impulses(
     # Out:
     impulse: wp.array(dtype=wp.vec3),
 ):
-    """impulse += Jᵀ x (per particle, atomics)."""
+    """impulse = Jᵀ x per particle, summed over the particle's incidence list in a fixed order (no atomics, so the
+    result is reproducible and independent of the other worlds)."""
     tid = wp.tid()
-    w = tid // m.element_count
-    e = tid - w * m.element_count
-    pbase = w * m.particle_count
+    w = tid // m.particle_count
+    p = tid - w * m.particle_count
     rbase = w * m.row_count
-    if e < m.distance_count:
-        xe = x[rbase + e]
-        if xe != 0.0:
-            n = jac.distance_dir[w * m.distance_count + e] * xe
-            wp.atomic_add(impulse, pbase + m.distance_i[e], n)
-            wp.atomic_sub(impulse, pbase + m.distance_j[e], n)
-    elif e < m.distance_count + m.tet_count:
-        t = e - m.distance_count
-        idx = m.tet_indices[t]
-        B = m.tet_rest_inverse[t]
-        R = jac.tet_rotation[w * m.tet_count + t]
-        xt = load6(x, rbase + m.distance_count + 6 * t)
-        for vert in range(4):
-            acc = wp.vec3()
+    acc = wp.vec3()
+    for c in range(m.particle_incidence_start[p], m.particle_incidence_start[p + 1]):
+        code = m.particle_incidence[c]
+        e = code // 4
+        local = code - 4 * e
+        if e < m.distance_count:
+            n = jac.distance_dir[w * m.distance_count + e] * x[rbase + e]
+            if local == 0:
+                acc += n
+            else:
+                acc -= n
+        elif e < m.distance_count + m.tet_count:
+            t = e - m.distance_count
+            R = jac.tet_rotation[w * m.tet_count + t]
+            B = m.tet_rest_inverse[t]
+            xt = load6(x, rbase + m.distance_count + 6 * t)
             for r in range(6):
-                acc += tet_row_gradient(R, B, r, vert) * xt[r]
-            wp.atomic_add(impulse, pbase + idx[vert], acc)
-    else:
-        cidx = e - m.distance_count - m.tet_count
-        p = cidx // m.shape_count
-        row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * cidx
-        F = jac.contact_frame[w * m.contact_count + cidx]
-        f = wp.transpose(F) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
-        if wp.length_sq(f) > 0.0:
-            wp.atomic_add(impulse, pbase + p, f)
+                acc += tet_row_gradient(R, B, r, local) * xt[r]
+        else:
+            cidx = e - m.distance_count - m.tet_count
+            row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * cidx
+            F = jac.contact_frame[w * m.contact_count + cidx]
+            acc += wp.transpose(F) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
+    impulse[tid] = acc
 
 
 @wp.kernel

@@ -98,6 +98,9 @@ class Model:
         d.element_count = self.element_count
         d.particle_inv_mass = arr(inv_mass, float)
         d.particle_radius = arr(b.particle_radius, float)
+        start, codes = self._incidence(b, n)
+        d.particle_incidence_start = arr(start, int)
+        d.particle_incidence = arr(codes, int)
         ij = np.asarray(b.distance_ij, dtype=np.int32).reshape(-1, 2)
         d.distance_i = arr(ij[:, 0], int)
         d.distance_j = arr(ij[:, 1], int)
@@ -120,6 +123,28 @@ class Model:
         self.tet_indices = cat(b.tet_indices, (4,)).astype(np.int32)
         self.distance_pairs = ij
         return self
+
+    def _incidence(self, b, n: int):
+        """CSR lists of the constraint elements acting on each particle (code = 4·element + local vertex)."""
+        particles, codes = [], []
+        ij = np.asarray(b.distance_ij, dtype=np.int64).reshape(-1, 2)
+        e = np.arange(len(ij))
+        for local in (0, 1):
+            particles.append(ij[:, local])
+            codes.append(4 * e + local)
+        tets = np.concatenate(b.tet_indices).astype(np.int64) if b.tet_indices else np.zeros((0, 4), np.int64)
+        e = self.distance_count + np.arange(len(tets))
+        for local in range(4):
+            particles.append(tets[:, local])
+            codes.append(4 * e + local)
+        cp = np.repeat(np.arange(n), self.shape_count)  # contact slot p·shapes + s belongs to particle p
+        particles.append(cp)
+        codes.append(4 * (self.distance_count + self.tet_count + np.arange(len(cp))))
+        particles, codes = np.concatenate(particles), np.concatenate(codes)
+        order = np.lexsort((codes, particles))
+        start = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(start, particles + 1, 1)
+        return np.cumsum(start), codes[order]
 
     # ---------------------------------------------------------------- factories
     def state(self) -> State:

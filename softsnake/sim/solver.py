@@ -141,7 +141,7 @@ class Solver:
         self._graph = None
         self._graph_key = None
         # threads per world (one block each) for the row reductions of PCR; the CPU runs one thread per block
-        self.block_dim = 256 if model.device.is_cuda else 1
+        self.block_dim = (1024 if model.worlds < 64 else 256) if model.device.is_cuda else 1
         self._allocate()
         self.diverged_worlds: set[int] = set()
 
@@ -237,8 +237,7 @@ class Solver:
         """y = (J M⁻¹ Jᵀ + C) x and dot_out[w] += x·y per world."""
         m = self.model
         dim = m.worlds * m.element_count
-        self.impulse.zero_()
-        wp.launch(kschur.scatter_impulses, dim=dim, inputs=[m.data, self.jac, x], outputs=[self.impulse], device=m.device)
+        wp.launch(kschur.scatter_impulses, dim=m.worlds * m.particle_count, inputs=[m.data, self.jac, x], outputs=[self.impulse], device=m.device)
         wp.launch(kschur.gather_rows, dim=dim, inputs=[m.data, self.jac, self.dt, self.impulse, x], outputs=[y], device=m.device)
         wp.launch_tiled(kpcr.dot_per_world, dim=[m.worlds], inputs=[m.row_count, x, y, dot_out], block_dim=self.block_dim, device=m.device)
 
@@ -255,8 +254,7 @@ class Solver:
     def _apply(self, x: wp.array) -> None:
         """v += M⁻¹ Jᵀ x."""
         m = self.model
-        self.impulse.zero_()
-        wp.launch(kschur.scatter_impulses, dim=m.worlds * m.element_count, inputs=[m.data, self.jac, x], outputs=[self.impulse], device=m.device)
+        wp.launch(kschur.scatter_impulses, dim=m.worlds * m.particle_count, inputs=[m.data, self.jac, x], outputs=[self.impulse], device=m.device)
         wp.launch(kint.apply_impulses, dim=m.worlds * m.particle_count, inputs=[m.particle_count, m.data.particle_inv_mass, self.impulse, self.v], device=m.device)
 
     def _launch_step(self, state: State, force: wp.array, scale: wp.array) -> None:
