@@ -347,13 +347,7 @@ class _Sim:
             return
         r = -sigma if morph == "negative_pivot" else sigma
         if morph == "pivot_at_turn":
-            self.freeze_turn()
-            self.pivot_from_skimmed(r)
-            choice = self.pick_side(h, cands, d, r)
-            if choice is None:
-                self.finish(h, stuck=True, event="stuck")
-                return
-            self.slide_straight(h, choice[0], choice[1], d)
+            self.pivot_at_turn(h, cands, d, r)
             return
         self.rotate_about_pivot(h, cands, d, r)
 
@@ -369,6 +363,16 @@ class _Sim:
             if best is None or c > best[0]:
                 best = (c, e_idx, k)
         return None if best is None else (best[1], best[2])
+
+    def pivot_at_turn(self, h, cands, d, r) -> None:
+        """The turn becomes the pivot: freeze it, pivot about the skimmed vertex and slide on the chosen side."""
+        self.freeze_turn()
+        self.pivot_from_skimmed(r)
+        choice = self.pick_side(h, cands, d, r)
+        if choice is None:
+            self.finish(h, stuck=True, event="stuck")
+            return
+        self.slide_straight(h, choice[0], choice[1], d)
 
     def rotate_about_pivot(self, h, cands, d, r: int) -> None:
         """Positive/negative pivot: the turned robot rotates rigidly about ``B`` while the tip slides (Eqs. 23-25)."""
@@ -539,13 +543,7 @@ class _Sim:
             return
         self.tt = tt_new
         if target == "pivot_at_turn":
-            self.freeze_turn()
-            self.pivot_from_skimmed(sigma)
-            choice = self.pick_side(h, cands, d_star, sigma)
-            if choice is None:
-                self.finish(h, stuck=True, event="stuck")
-                return
-            self.slide_straight(h, choice[0], choice[1], d_star)
+            self.pivot_at_turn(h, cands, d_star, sigma)
         else:
             self.rotate_about_pivot(h, cands, d_star, -sigma)
 
