@@ -206,12 +206,11 @@ class Solver:
         if use_graph:
             key = (state.particle_q.ptr, state.particle_qd.ptr, force.ptr, scale.ptr, self.dt)
             if self._graph is None or self._graph_key != key:
-                self._launch_step(state, force, scale)  # compiles/loads modules outside the capture
-                self._check_finite(state)
+                # this step runs eagerly (which also loads the kernel modules); the capture only records the launches
+                self._launch_step(state, force, scale)
                 with wp.ScopedCapture(device=self.model.device) as cap:
                     self._launch_step(state, force, scale)
                 self._graph, self._graph_key = cap.graph, key
-                wp.capture_launch(self._graph)  # the captured launches were recorded, not run
             else:
                 wp.capture_launch(self._graph)
         else:
