@@ -84,8 +84,39 @@ def test_noise_degrades_error():
     assert med[0] < med[1] < 0.03  # median wall error stays at the centimetre level with 1 deg / 1 mm noise
 
 
-def test_turning_streams_rejected():
+def test_turning_streams_need_the_turn():
     env = Environment([SLAB], robot_radius=0.01, launches=[(0.5, 0.05)])
     dep = simulate(env.scene(), Action((0.5, 0.05), math.radians(95), 0.9, 0.3, math.radians(40)))
     with pytest.raises(ValueError, match="turn"):
         sensor_streams(dep)
+
+
+# Hand-picked turned deployments in uniform environment 0 (launch 0), covering pivot-at-turn (Eq. 22), rigid rotation
+# about the pivot (positive/negative pivot, Eqs. 24-25) and sequences of them: (launch angle, turn fraction, turn).
+TURNED = [(11.459, 0.2, -60), (11.459, 0.2, 30), (11.459, 0.2, 60), (11.459, 0.4, 60), (33.899, 0.2, 30),
+          (33.899, 0.4, 30)]
+
+
+@pytest.mark.parametrize("ang,frac,turn", TURNED)
+def test_turned_round_trip_within_1cm(ang, frac, turn):
+    env = uniform_environment(0)
+    act = Action(env.launches[0], math.radians(ang), env.robot_length, frac, math.radians(turn))
+    dep = simulate(env.scene(), act)
+    morph = {e for e in dep.events if e in ("pivot_at_turn", "positive_pivot", "negative_pivot")}
+    assert morph and "friction_locked" not in dep.events
+    L, th = sensor_streams(dep, action=act)
+    est = invert_streams(L, th, act.launch, act.angle, turn_length=frac * act.length, turn_angle=act.turn_angle)
+    truth = true_wall_runs(dep)  # the forward simulator's contacted walls
+    assert len(truth) >= 1
+    assert wall_errors(est, truth).max() < 0.01
+
+
+def test_turned_slab_pivot_at_turn():
+    env = Environment([SLAB], robot_radius=0.01, launches=[(0.5, 0.05)])
+    act = Action((0.5, 0.05), math.radians(95), 0.9, 0.3, math.radians(40))
+    dep = simulate(env.scene(), act)
+    assert "pivot_at_turn" in dep.events
+    L, th = sensor_streams(dep, action=act)
+    est = invert_streams(L, th, act.launch, act.angle, turn_length=0.27, turn_angle=act.turn_angle)
+    np.testing.assert_allclose(est[0].pivots[0], dep.turn_point, atol=1e-9)  # Eq. 22: the turn point is the pivot
+    assert wall_errors(est, true_wall_runs(dep)).max() < 0.01
