@@ -13,7 +13,7 @@ class ModelData:
     shape_count: int
     contact_count: int  # particle_count · shape_count slots per world
     row_count: int  # rows per world
-    element_count: int  # elements per world
+    element_count: int  # particle-family elements per world (distance, tet, contact)
 
     particle_inv_mass: wp.array(dtype=float)
     particle_radius: wp.array(dtype=float)
@@ -63,3 +63,51 @@ class ContactSettings:
 @wp.func
 def load6(a: wp.array(dtype=float), base: int) -> vec6:
     return vec6(a[base], a[base + 1], a[base + 2], a[base + 3], a[base + 4], a[base + 5])
+
+
+@wp.struct
+class BodyData:
+    """Rigid bodies, particle–body attachments and joints (one world; replicated by index arithmetic)."""
+
+    body_count: int
+    attachment_count: int
+    joint_count: int
+
+    body_inv_mass: wp.array(dtype=float)
+    body_inertia: wp.array(dtype=wp.mat33)  # body frame [kg m²]
+    body_inv_inertia: wp.array(dtype=wp.mat33)
+    # rows acting on each body (CSR): code = 4·element + role (0 attachment, 1 joint parent, 2 joint child)
+    body_incidence_start: wp.array(dtype=int)
+    body_incidence: wp.array(dtype=int)
+
+    attachment_particle: wp.array(dtype=int)
+    attachment_body: wp.array(dtype=int)
+    attachment_offset: wp.array(dtype=wp.vec3)  # body frame [m]
+    attachment_compliance: wp.array(dtype=float)
+
+    joint_type: wp.array(dtype=int)
+    joint_parent: wp.array(dtype=int)  # −1: the world
+    joint_child: wp.array(dtype=int)
+    joint_anchor_parent: wp.array(dtype=wp.vec3)  # parent frame (world frame for the world)
+    joint_anchor_child: wp.array(dtype=wp.vec3)  # child frame
+    joint_axis_parent: wp.array(dtype=wp.vec3)  # unit, parent frame
+    joint_axis_child: wp.array(dtype=wp.vec3)  # unit, child frame
+    joint_perp1_parent: wp.array(dtype=wp.vec3)  # unit ⊥ axis, parent frame
+    joint_perp2_parent: wp.array(dtype=wp.vec3)
+    joint_rest_rotation: wp.array(dtype=wp.quat)  # conj(q_parent)·q_child at build time
+    joint_rest_slide: wp.array(dtype=float)  # axis·(anchor_child − anchor_parent) at build time [m]
+    joint_compliance: wp.array(dtype=float)  # compliance of the locked rows
+    joint_drive_mode: wp.array(dtype=int)  # 0 free, 1 velocity motor, 2 spring
+    joint_drive_target: wp.array(dtype=float)  # motor: rate [rad/s or m/s]; spring: rest angle [rad] or slide [m]
+    joint_drive_compliance: wp.array(dtype=float)  # spring: 1/K
+    joint_drive_damping: wp.array(dtype=float)  # spring: β = damping/K [s]
+
+
+@wp.struct
+class BodyJacobian:
+    """Per-iteration linearisation of attachment and joint rows (world-major)."""
+
+    attachment_arm: wp.array(dtype=wp.vec3)  # R·offset (world)
+    joint_lin: wp.array(dtype=wp.vec3)  # child linear part per row (parent: negative), 6 per joint
+    joint_ang_parent: wp.array(dtype=wp.vec3)
+    joint_ang_child: wp.array(dtype=wp.vec3)

@@ -207,11 +207,15 @@ def scatter_impulses(
             xt = load6(x, rbase + m.distance_count + 6 * t)
             for r in range(6):
                 acc += tet_row_gradient(R, B, r, local) * xt[r]
-        else:
+        elif e < m.element_count:
             cidx = e - m.distance_count - m.tet_count
             row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * cidx
             F = jac.contact_frame[w * m.contact_count + cidx]
             acc += wp.transpose(F) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
+        else:
+            # particle–body attachment k (elements after the particle families): c = p + R r − x
+            row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * m.contact_count + 3 * (e - m.element_count)
+            acc -= wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
     impulse[tid] = acc
 
 

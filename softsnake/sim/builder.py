@@ -11,6 +11,7 @@ import numpy as np
 from softsnake.geometry.tetmesh import tet_volumes, validate_tet_mesh
 
 from . import validate as check
+from .rigid_builder import RigidBuilderMixin
 
 
 class ShapeType(enum.IntEnum):
@@ -41,7 +42,7 @@ def _friction_pair(mu) -> tuple[float, float]:
     return float(arr[0]), float(arr[1])
 
 
-class ModelBuilder:
+class ModelBuilder(RigidBuilderMixin):
     """Host-side description of one world. All quantities in SI units.
 
     Args:
@@ -70,6 +71,7 @@ class ModelBuilder:
         self.shape_rot: list[np.ndarray] = []
         self.shape_params: list[np.ndarray] = []
         self.shape_mu: list[tuple[float, float]] = []
+        self._init_rigid()
 
     # ------------------------------------------------------------------ counts
     @property
@@ -200,8 +202,10 @@ class ModelBuilder:
         return self._add_shape(ShapeType.CYLINDER, check.finite_vector("pos", pos), check.unit_quaternion("rot", rot), params, mu)
 
     def _check_body(self, body: int) -> None:
+        if int(body) != -1 and not (0 <= int(body) < self.body_count):
+            raise ValueError(f"unknown body index {body} (bodies: {self.body_count}, or -1 for a static shape)")
         if int(body) != -1:
-            raise ValueError(f"unknown body index {body}: only static shapes (body = -1) exist in this model")
+            raise ValueError(f"body {body}: shapes on rigid bodies are not supported yet (rigid contact); use body = -1 for static shapes")
 
     def _add_shape(self, kind: ShapeType, pos, rot, params, mu) -> int:
         self.shape_type.append(int(kind))
@@ -218,6 +222,6 @@ class ModelBuilder:
 
         if isinstance(worlds, bool) or int(worlds) != worlds or int(worlds) < 1:
             raise ValueError(f"worlds must be an integer ≥ 1, got {worlds!r}")
-        if self.particle_count == 0:
-            raise ValueError("the model has no particles")
+        if self.particle_count == 0 and self.body_count == 0:
+            raise ValueError("the model has no particles and no bodies")
         return Model.from_builder(self, device=device, worlds=int(worlds))

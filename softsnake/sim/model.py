@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from softsnake.kernels.data import ModelData
+from softsnake.kernels.data import BodyData, ModelData
 
 
 def resolve_device(device) -> wp.context.Device:
@@ -20,20 +20,24 @@ def resolve_device(device) -> wp.context.Device:
 
 
 class State:
-    """Time-varying particle data of all worlds, world-major: entry w·n + i is particle i of world w.
+    """Time-varying data of all worlds, world-major: entry w·n + i is particle (body) i of world w.
 
-    particle_q: positions [m], particle_qd: velocities [m/s]; warp arrays of vec3, shape (worlds·n,)."""
+    particle_q: positions [m], particle_qd: velocities [m/s] (vec3, worlds·particles);
+    body_q: poses (transform: position [m], quaternion x, y, z, w), body_qd: (linear [m/s], angular [rad/s]) velocity
+    in the world frame (spatial_vector), worlds·bodies."""
 
-    def __init__(self, particle_q: wp.array, particle_qd: wp.array):
+    def __init__(self, particle_q: wp.array, particle_qd: wp.array, body_q: wp.array, body_qd: wp.array):
         self.particle_q = particle_q
         self.particle_qd = particle_qd
+        self.body_q = body_q
+        self.body_qd = body_qd
 
     def copy(self) -> "State":
-        return State(wp.clone(self.particle_q), wp.clone(self.particle_qd))
+        return State(wp.clone(self.particle_q), wp.clone(self.particle_qd), wp.clone(self.body_q), wp.clone(self.body_qd))
 
     def assign(self, other: "State") -> None:
-        wp.copy(self.particle_q, other.particle_q)
-        wp.copy(self.particle_qd, other.particle_qd)
+        for name in ("particle_q", "particle_qd", "body_q", "body_qd"):
+            wp.copy(getattr(self, name), getattr(other, name))
 
 
 class Control:
@@ -66,8 +70,12 @@ class Model:
         self.tet_count = b.tet_count
         self.shape_count = b.shape_count
         self.contact_count = n * b.shape_count
-        self.row_count = self.distance_count + 6 * self.tet_count + 3 * self.contact_count
-        self.bilateral_row_count = self.distance_count + 6 * self.tet_count
+        self.body_count = b.body_count
+        self.attachment_count = len(b.attachments)
+        self.joint_count = len(b.joints)
+        self.contact_row_start = self.distance_count + 6 * self.tet_count
+        self.contact_row_end = self.contact_row_start + 3 * self.contact_count
+        self.row_count = self.contact_row_end + 3 * self.attachment_count + 6 * self.joint_count
         self.element_count = self.distance_count + self.tet_count + self.contact_count
 
         mass = np.asarray(b.particle_mass, dtype=np.float64)
@@ -119,10 +127,82 @@ class Model:
         d.shape_params = arr(np.reshape(b.shape_params, (-1, 3)), wp.vec3, (3,))
         d.shape_mu = arr(np.reshape(b.shape_mu, (-1, 2)), wp.vec2, (2,))
         self.data = d
+        self.body_data = self._body_data(b, arr)
+        nb = self.body_count
+        self._body_q0 = np.tile(np.asarray(b.body_q, dtype=np.float32).reshape(nb, 7), (worlds, 1))
+        self._body_qd0 = np.tile(np.asarray(b.body_qd, dtype=np.float32).reshape(nb, 6), (worlds, 1))
         # host copies of topology for users and writers
         self.tet_indices = cat(b.tet_indices, (4,)).astype(np.int32)
         self.distance_pairs = ij
         return self
+
+    def _body_data(self, b, arr) -> BodyData:
+        bd = BodyData()
+        bd.body_count = self.body_count
+        bd.attachment_count = self.attachment_count
+        bd.joint_count = self.joint_count
+        mass = np.asarray(b.body_mass, dtype=np.float64)
+        inertia = np.asarray(b.body_inertia, dtype=np.float64).reshape(-1, 3, 3)
+        inv_mass = np.where(mass > 0, 1.0 / np.where(mass > 0, mass, 1.0), 0.0)
+        inv_inertia = np.array([np.linalg.inv(I) if mb > 0 else np.zeros((3, 3)) for I, mb in zip(inertia, mass)]).reshape(-1, 3, 3)
+        self.body_mass = mass
+        self.body_inertia = inertia
+        bd.body_inv_mass = arr(inv_mass, float)
+        bd.body_inertia = arr(inertia, wp.mat33, (3, 3))
+        bd.body_inv_inertia = arr(inv_inertia, wp.mat33, (3, 3))
+        att = b.attachments
+        bd.attachment_particle = arr([a[0] for a in att], int)
+        bd.attachment_body = arr([a[1] for a in att], int)
+        bd.attachment_offset = arr(np.reshape([a[2] for a in att], (-1, 3)), wp.vec3, (3,))
+        bd.attachment_compliance = arr([a[3] for a in att], float)
+        J = b.joints
+
+        def col(key, dtype=float, tail=()):
+            vals = [j[key] for j in J]
+            if tail:
+                vals = np.reshape(vals, (-1, *tail))
+            return arr(vals, dtype, tail)
+
+        bd.joint_type = col("type", int)
+        bd.joint_parent = col("parent", int)
+        bd.joint_child = col("child", int)
+        bd.joint_anchor_parent = col("anchor_parent", wp.vec3, (3,))
+        bd.joint_anchor_child = col("anchor_child", wp.vec3, (3,))
+        bd.joint_axis_parent = col("axis_parent", wp.vec3, (3,))
+        bd.joint_axis_child = col("axis_child", wp.vec3, (3,))
+        bd.joint_perp1_parent = col("perp1", wp.vec3, (3,))
+        bd.joint_perp2_parent = col("perp2", wp.vec3, (3,))
+        bd.joint_rest_rotation = col("rest_rotation", wp.quat, (4,))
+        bd.joint_rest_slide = col("rest_slide")
+        bd.joint_compliance = col("compliance")
+        bd.joint_drive_mode = col("drive_mode", int)
+        bd.joint_drive_target = col("drive_target")
+        bd.joint_drive_compliance = col("drive_compliance")
+        bd.joint_drive_damping = col("drive_damping")
+        # body incidence (code = 4·element + role), elements numbered after the particle families
+        first_att = self.element_count
+        first_joint = first_att + self.attachment_count
+        bodies, codes = [], []
+        for k, a in enumerate(att):
+            bodies.append(a[1])
+            codes.append(4 * (first_att + k))
+        for j, jt in enumerate(J):
+            if jt["parent"] >= 0:
+                bodies.append(jt["parent"])
+                codes.append(4 * (first_joint + j) + 1)
+            bodies.append(jt["child"])
+            codes.append(4 * (first_joint + j) + 2)
+        start, order = self._csr(np.asarray(bodies, dtype=np.int64), np.asarray(codes, dtype=np.int64), self.body_count)
+        bd.body_incidence_start = arr(start, int)
+        bd.body_incidence = arr(np.asarray(codes, dtype=np.int64)[order], int)
+        return bd
+
+    @staticmethod
+    def _csr(owners: np.ndarray, codes: np.ndarray, count: int):
+        order = np.lexsort((codes, owners))
+        start = np.zeros(count + 1, dtype=np.int64)
+        np.add.at(start, owners + 1, 1)
+        return np.cumsum(start), order
 
     def _incidence(self, b, n: int):
         """CSR lists of the constraint elements acting on each particle (code = 4·element + local vertex)."""
@@ -140,18 +220,20 @@ class Model:
         cp = np.repeat(np.arange(n), self.shape_count)  # contact slot p·shapes + s belongs to particle p
         particles.append(cp)
         codes.append(4 * (self.distance_count + self.tet_count + np.arange(len(cp))))
+        particles.append(np.asarray([a[0] for a in b.attachments], dtype=np.int64))  # attachments follow the particle families
+        codes.append(4 * (self.element_count + np.arange(len(b.attachments))))
         particles, codes = np.concatenate(particles), np.concatenate(codes)
-        order = np.lexsort((codes, particles))
-        start = np.zeros(n + 1, dtype=np.int64)
-        np.add.at(start, particles + 1, 1)
-        return np.cumsum(start), codes[order]
+        start, order = self._csr(particles, codes, n)
+        return start, codes[order]
 
     # ---------------------------------------------------------------- factories
     def state(self) -> State:
         """New State at the built initial positions and velocities."""
         return State(
-            wp.array(self._q0, dtype=wp.vec3, device=self.device),
-            wp.array(self._qd0, dtype=wp.vec3, device=self.device),
+            wp.array(self._q0.reshape(-1, 3), dtype=wp.vec3, device=self.device),
+            wp.array(self._qd0.reshape(-1, 3), dtype=wp.vec3, device=self.device),
+            wp.array(self._body_q0, dtype=wp.transform, device=self.device),
+            wp.array(self._body_qd0, dtype=wp.spatial_vector, device=self.device),
         )
 
     def control(self) -> Control:
@@ -164,5 +246,6 @@ class Model:
     def __repr__(self) -> str:
         return (
             f"Model(worlds={self.worlds}, particles={self.particle_count}, distances={self.distance_count}, "
-            f"tets={self.tet_count}, shapes={self.shape_count}, rows/world={self.row_count}, device={self.device})"
+            f"tets={self.tet_count}, shapes={self.shape_count}, bodies={self.body_count}, joints={self.joint_count}, "
+            f"attachments={self.attachment_count}, rows/world={self.row_count}, device={self.device})"
         )

@@ -22,8 +22,9 @@ import warp as wp
 from softsnake.kernels import friction as kfriction
 from softsnake.kernels import integrate as kint
 from softsnake.kernels import pcr as kpcr
+from softsnake.kernels import rigid as krigid
 from softsnake.kernels import schur as kschur
-from softsnake.kernels.data import ContactSettings, Jacobian
+from softsnake.kernels.data import BodyJacobian, ContactSettings, Jacobian
 
 from .model import Control, Model, State
 
@@ -191,6 +192,15 @@ class Solver:
         self._rr = blocks(self.rr, (L + 1) * W)
         self._iters = blocks(self.pcr_iters, W)
         self._res = [self.res_sq[i * W : (i + 1) * W] for i in range(N + 1)]
+        nb = W * m.body_count
+        self.body_x_start = wp.zeros(nb, dtype=wp.transform, device=dev)
+        self.body_v_start = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)
+        self.body_v = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)
+        self.body_impulse = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)
+        bj = BodyJacobian()
+        bj.attachment_arm = wp.zeros(W * m.attachment_count, dtype=wp.vec3, device=dev)
+        bj.joint_lin, bj.joint_ang_parent, bj.joint_ang_child = (wp.zeros(W * m.joint_count * 6, dtype=wp.vec3, device=dev) for _ in range(3))
+        self.bjac = bj
         self._dummy_f = wp.zeros(np_, dtype=wp.vec3, device=dev)
         self._unit_scale = wp.ones(W * m.distance_count, dtype=float, device=dev)
 
@@ -226,6 +236,7 @@ class Solver:
         m = self.model
         all_worlds = 1 if self.config.on_nonfinite == "raise" else 0
         wp.launch(kint.restore_particles, dim=m.worlds * m.particle_count, inputs=[m.particle_count, all_worlds, self.nonfinite, self.x_start, self.v_start], outputs=[state.particle_q, state.particle_qd], device=m.device)
+        wp.launch(krigid.restore_bodies, dim=m.worlds * m.body_count, inputs=[m.body_count, all_worlds, self.nonfinite, self.body_x_start, self.body_v_start], outputs=[state.body_q, state.body_qd], device=m.device)
         self.nonfinite.zero_()
         self.lam.zero_()
         if self.config.on_nonfinite == "raise":
@@ -235,13 +246,35 @@ class Solver:
     def _matvec(self, x: wp.array, y: wp.array, dot_out: wp.array) -> None:
         """y = (J M⁻¹ Jᵀ + C) x and dot_out[w] += x·y per world."""
         m = self.model
-        dim = m.worlds * m.element_count
-        wp.launch(kschur.scatter_impulses, dim=m.worlds * m.particle_count, inputs=[m.data, self.jac, x], outputs=[self.impulse], device=m.device)
-        wp.launch(kschur.gather_rows, dim=dim, inputs=[m.data, self.jac, self.dt, self.impulse, x], outputs=[y], device=m.device)
+        self._scatter(x)
+        wp.launch(kschur.gather_rows, dim=m.worlds * m.element_count, inputs=[m.data, self.jac, self.dt, self.impulse, x], outputs=[y], device=m.device)
+        if m.attachment_count + m.joint_count > 0:
+            wp.launch(
+                krigid.gather_body_rows,
+                dim=m.worlds * (m.attachment_count + m.joint_count),
+                inputs=[m.data, m.body_data, self.bjac, self.dt, self.body_x_start, self.body_v, self.impulse, self.body_impulse, self.jac.row_compliance, x],
+                outputs=[y],
+                device=m.device,
+            )
         wp.launch_tiled(kpcr.dot_per_world, dim=[m.worlds], inputs=[m.row_count, x, y, dot_out], block_dim=self.block_dim, device=m.device)
+
+    def _scatter(self, x: wp.array) -> None:
+        """Per-particle and per-body impulses Jᵀx."""
+        m = self.model
+        wp.launch(kschur.scatter_impulses, dim=m.worlds * m.particle_count, inputs=[m.data, self.jac, x], outputs=[self.impulse], device=m.device)
+        if m.body_count > 0:
+            wp.launch(krigid.scatter_body_impulses, dim=m.worlds * m.body_count, inputs=[m.data, m.body_data, self.bjac, x], outputs=[self.body_impulse], device=m.device)
 
     def _assemble(self, newton_iteration: int, scale: wp.array, residual: wp.array) -> None:
         m = self.model
+        if m.attachment_count + m.joint_count > 0:
+            wp.launch(
+                krigid.assemble_body_rows,
+                dim=m.worlds * (m.attachment_count + m.joint_count),
+                inputs=[m.data, m.body_data, self.dt, self.x_start, self.v, self.body_x_start, self.body_v, self.lam],
+                outputs=[self.bjac, self.jac.row_compliance, self.rhs, self.diag, residual],
+                device=m.device,
+            )
         wp.launch(
             kschur.assemble_rows,
             dim=m.worlds * m.element_count,
@@ -253,8 +286,10 @@ class Solver:
     def _apply(self, x: wp.array) -> None:
         """v += M⁻¹ Jᵀ x."""
         m = self.model
-        wp.launch(kschur.scatter_impulses, dim=m.worlds * m.particle_count, inputs=[m.data, self.jac, x], outputs=[self.impulse], device=m.device)
+        self._scatter(x)
         wp.launch(kint.apply_impulses, dim=m.worlds * m.particle_count, inputs=[m.particle_count, m.data.particle_inv_mass, self.impulse, self.v], device=m.device)
+        if m.body_count > 0:
+            wp.launch(krigid.apply_body_impulses, dim=m.worlds * m.body_count, inputs=[m.body_count, m.body_data, self.body_x_start, self.dt, self.body_impulse, self.body_v], device=m.device)
 
     def _launch_step(self, state: State, force: wp.array, scale: wp.array) -> None:
         m, cfg, dev, W = self.model, self.config, self.model.device, self.model.worlds
@@ -267,12 +302,19 @@ class Solver:
             outputs=[self.x_start, self.v_start, self.v],
             device=dev,
         )
+        wp.launch(
+            krigid.predict_bodies,
+            dim=W * m.body_count,
+            inputs=[m.body_count, m.body_data, m.gravity, self.dt, state.body_q, state.body_qd],
+            outputs=[self.body_x_start, self.body_v_start, self.body_v],
+            device=dev,
+        )
         for a in (self.num, self.den, self.rr, self.res_sq, self.pcr_iters, self.active):
             a.zero_()
         if m.row_count == 0:
-            wp.launch(kint.finalize_particles, dim=W * m.particle_count, inputs=[m.particle_count, self.dt, self.x_start, self.v], outputs=[state.particle_q, state.particle_qd, self.nonfinite], device=dev)
+            self._finalize(state)
             return
-        wp.launch(kint.start_multipliers, dim=nrows, inputs=[m.row_count, m.bilateral_row_count, cfg.warm_start, cfg.contact_warm_start, self.lam], device=dev)
+        wp.launch(kint.start_multipliers, dim=nrows, inputs=[m.row_count, m.contact_row_start, m.contact_row_end, cfg.warm_start, cfg.contact_warm_start, self.lam], device=dev)
         if cfg.warm_start > 0.0 or cfg.contact_warm_start > 0.0:
             self._assemble(0, scale, self._scratch_res)
             self._apply(self.lam)
@@ -314,7 +356,12 @@ class Solver:
                 )
         if cfg.diagnostics:
             self._assemble(N, scale, self._res[N])
-        wp.launch(kint.finalize_particles, dim=W * m.particle_count, inputs=[m.particle_count, self.dt, self.x_start, self.v], outputs=[state.particle_q, state.particle_qd, self.nonfinite], device=dev)
+        self._finalize(state)
+
+    def _finalize(self, state: State) -> None:
+        m, W = self.model, self.model.worlds
+        wp.launch(kint.finalize_particles, dim=W * m.particle_count, inputs=[m.particle_count, self.dt, self.x_start, self.v], outputs=[state.particle_q, state.particle_qd, self.nonfinite], device=m.device)
+        wp.launch(krigid.finalize_bodies, dim=W * m.body_count, inputs=[m.body_count, self.dt, self.body_x_start, self.body_v], outputs=[state.body_q, state.body_qd, self.nonfinite], device=m.device)
 
     # ------------------------------------------------------------- read-backs
     def diagnostics(self) -> StepDiagnostics:
@@ -339,13 +386,28 @@ class Solver:
         """Normal impulses (worlds, particles, shapes) [N·s] and friction impulses (worlds, particles, shapes, 2) [N·s]
         (along the shape's tangent axes t1, t2) of the last step."""
         m = self.model
-        lam = self.lam.numpy().reshape(m.worlds, m.row_count)[:, m.bilateral_row_count :]
+        lam = self.lam.numpy().reshape(m.worlds, m.row_count)[:, m.contact_row_start : m.contact_row_end]
         lam = lam.reshape(m.worlds, m.particle_count, m.shape_count, 3)
         return lam[..., 2].copy(), lam[..., :2].copy()
 
     def tet_stress(self) -> np.ndarray:
         """Per-tet stress from the multipliers, σ = −λ/(V·h) in Voigt order (tensor shear) [Pa], shape (worlds, tets, 6)."""
         m = self.model
-        lam = self.lam.numpy().reshape(m.worlds, m.row_count)[:, m.distance_count : m.bilateral_row_count]
+        lam = self.lam.numpy().reshape(m.worlds, m.row_count)[:, m.distance_count : m.contact_row_start]
         vol = m.data.tet_volume.numpy()
         return -lam.reshape(m.worlds, m.tet_count, 6) / (vol[None, :, None] * self.dt)
+
+    def attachment_impulses(self) -> np.ndarray:
+        """Attachment reaction impulses (worlds, attachments, 3) [N·s], acting on the body (the particle gets −λ);
+        divide by dt for forces."""
+        m = self.model
+        lam = self.lam.numpy().reshape(m.worlds, m.row_count)[:, m.contact_row_end : m.contact_row_end + 3 * m.attachment_count]
+        return lam.reshape(m.worlds, m.attachment_count, 3).copy()
+
+    def joint_impulses(self) -> np.ndarray:
+        """Joint row impulses (worlds, joints, 6) [N·s or N·m·s] in the row order of kernels/rigid.py (revolute: anchor
+        x, y, z, two alignment rows, drive)."""
+        m = self.model
+        start = m.contact_row_end + 3 * m.attachment_count
+        lam = self.lam.numpy().reshape(m.worlds, m.row_count)[:, start : start + 6 * m.joint_count]
+        return lam.reshape(m.worlds, m.joint_count, 6).copy()

@@ -1,0 +1,420 @@
+"""Rigid bodies in maximal coordinates (solver notes §1-2): prediction with gyroscopic term, pose from velocity,
+particle–body attachments (paper Eq. 6) and joints (revolute, prismatic, fixed) as compliant rows.
+
+Body velocities are spatial vectors laid out (linear v [m/s], angular ω [rad/s]) in the world frame; poses are
+transforms (position, quaternion x, y, z, w). A row acting on bodies has Jacobian [−lin, ang_p | lin, ang_c]: the
+parent's linear part is always the negative of the child's (the parent is the world, fixed, when its index is −1).
+
+Rows per world follow the particle rows: [distance | tet | contact | attachment (3 each) | joint (6 each)]. Joint rows:
+revolute: 3 anchor rows (world axes), 2 axis-alignment rows, 1 drive row (angle about the axis);
+prismatic: 3 rotation-lock rows, 2 rows keeping the slide on the axis, 1 drive row (slide along the axis);
+fixed: 3 anchor rows, 3 rotation-lock rows. The drive row is free (switched off), a velocity motor or a spring.
+"""
+
+import warp as wp
+
+from .data import BodyData, BodyJacobian, ModelData
+
+JOINT_REVOLUTE = wp.constant(0)
+JOINT_PRISMATIC = wp.constant(1)
+JOINT_FIXED = wp.constant(2)
+
+DRIVE_FREE = wp.constant(0)
+DRIVE_MOTOR = wp.constant(1)
+DRIVE_SPRING = wp.constant(2)
+
+
+@wp.func
+def lin(s: wp.spatial_vector) -> wp.vec3:
+    return wp.vec3(s[0], s[1], s[2])
+
+
+@wp.func
+def ang(s: wp.spatial_vector) -> wp.vec3:
+    return wp.vec3(s[3], s[4], s[5])
+
+
+@wp.func
+def spatial(a: wp.vec3, b: wp.vec3) -> wp.spatial_vector:
+    return wp.spatial_vector(a[0], a[1], a[2], b[0], b[1], b[2])
+
+
+@wp.func
+def integrate_pose(x0: wp.transform, v: wp.spatial_vector, h: float) -> wp.transform:
+    """p⁺ = p + h v, q⁺ = normalize(q + (h/2)[ω, 0] ⊗ q) (solver notes §1)."""
+    p = wp.transform_get_translation(x0) + lin(v) * h
+    q = wp.transform_get_rotation(x0)
+    w = ang(v)
+    dq = wp.quat(w[0], w[1], w[2], 0.0) * q
+    q = wp.normalize(wp.quat(q[0] + 0.5 * h * dq[0], q[1] + 0.5 * h * dq[1], q[2] + 0.5 * h * dq[2], q[3] + 0.5 * h * dq[3]))
+    return wp.transform(p, q)
+
+
+@wp.func
+def world_inverse_inertia(q: wp.quat, inv_inertia_body: wp.mat33) -> wp.mat33:
+    R = wp.quat_to_matrix(q)
+    return R * inv_inertia_body * wp.transpose(R)
+
+
+@wp.func
+def body_velocity_change(b: BodyData, body: int, pose: wp.transform, impulse: wp.spatial_vector) -> wp.spatial_vector:
+    """M⁻¹ · impulse for one body (zero for the world, index −1)."""
+    if body < 0:
+        return wp.spatial_vector()
+    Iinv = world_inverse_inertia(wp.transform_get_rotation(pose), b.body_inv_inertia[body])
+    return spatial(lin(impulse) * b.body_inv_mass[body], Iinv * ang(impulse))
+
+
+@wp.func
+def row_effective_mass(b: BodyData, body: int, pose: wp.transform, l: wp.vec3, a: wp.vec3) -> float:
+    """j M⁻¹ jᵀ of one body's part (l, a) of a row."""
+    if body < 0:
+        return 0.0
+    Iinv = world_inverse_inertia(wp.transform_get_rotation(pose), b.body_inv_inertia[body])
+    return b.body_inv_mass[body] * wp.dot(l, l) + wp.dot(a, Iinv * a)
+
+
+@wp.kernel
+def predict_bodies(
+    bodies_per_world: int,
+    b: BodyData,
+    gravity: wp.vec3,
+    h: float,
+    q: wp.array(dtype=wp.transform),
+    qd: wp.array(dtype=wp.spatial_vector),
+    # Out:
+    x_start: wp.array(dtype=wp.transform),
+    v_start: wp.array(dtype=wp.spatial_vector),
+    v: wp.array(dtype=wp.spatial_vector),
+):
+    """v̂ = v + h g; ω̂ = ω − h I⁻¹(ω × Iω) (explicit gyroscopic term). Bodies with inverse mass 0 are kinematic."""
+    tid = wp.tid()
+    i = tid % bodies_per_world
+    x_start[tid] = q[tid]
+    s = qd[tid]
+    v_start[tid] = s
+    if b.body_inv_mass[i] > 0.0:
+        rot = wp.transform_get_rotation(q[tid])
+        R = wp.quat_to_matrix(rot)
+        Iw = R * b.body_inertia[i] * wp.transpose(R)
+        om = ang(s)
+        om = om - world_inverse_inertia(rot, b.body_inv_inertia[i]) * wp.cross(om, Iw * om) * h
+        s = spatial(lin(s) + gravity * h, om)
+    v[tid] = s
+
+
+@wp.kernel
+def apply_body_impulses(
+    bodies_per_world: int,
+    b: BodyData,
+    x_start: wp.array(dtype=wp.transform),
+    h: float,
+    impulse: wp.array(dtype=wp.spatial_vector),
+    v: wp.array(dtype=wp.spatial_vector),
+):
+    """v += M⁻¹ · impulse at the current pose."""
+    tid = wp.tid()
+    i = tid % bodies_per_world
+    pose = integrate_pose(x_start[tid], v[tid], h)
+    v[tid] = v[tid] + body_velocity_change(b, i, pose, impulse[tid])
+
+
+@wp.kernel
+def finalize_bodies(
+    bodies_per_world: int,
+    h: float,
+    x_start: wp.array(dtype=wp.transform),
+    v: wp.array(dtype=wp.spatial_vector),
+    # Out:
+    q: wp.array(dtype=wp.transform),
+    qd: wp.array(dtype=wp.spatial_vector),
+    nonfinite: wp.array(dtype=int),
+):
+    tid = wp.tid()
+    s = v[tid]
+    x = integrate_pose(x_start[tid], s, h)
+    q[tid] = x
+    qd[tid] = s
+    p = wp.transform_get_translation(x)
+    if not (wp.isfinite(p) and wp.isfinite(lin(s)) and wp.isfinite(ang(s))):
+        nonfinite[tid // bodies_per_world] = 1
+
+
+@wp.kernel
+def restore_bodies(
+    bodies_per_world: int,
+    all_worlds: int,
+    nonfinite: wp.array(dtype=int),
+    x_start: wp.array(dtype=wp.transform),
+    v_start: wp.array(dtype=wp.spatial_vector),
+    q: wp.array(dtype=wp.transform),
+    qd: wp.array(dtype=wp.spatial_vector),
+):
+    tid = wp.tid()
+    if all_worlds != 0 or nonfinite[tid // bodies_per_world] != 0:
+        q[tid] = x_start[tid]
+        qd[tid] = v_start[tid]
+
+
+@wp.func
+def body_pose(b: BodyData, body: int, w: int, x_start: wp.array(dtype=wp.transform), v: wp.array(dtype=wp.spatial_vector), h: float) -> wp.transform:
+    """Pose of a body at the current Newton iterate (identity for the world, index −1)."""
+    if body < 0:
+        return wp.transform_identity()
+    k = w * b.body_count + body
+    return integrate_pose(x_start[k], v[k], h)
+
+
+@wp.func
+def body_vel(b: BodyData, body: int, w: int, v: wp.array(dtype=wp.spatial_vector)) -> wp.spatial_vector:
+    if body < 0:
+        return wp.spatial_vector()
+    return v[w * b.body_count + body]
+
+
+@wp.func
+def unit(i: int) -> wp.vec3:
+    if i == 0:
+        return wp.vec3(1.0, 0.0, 0.0)
+    if i == 1:
+        return wp.vec3(0.0, 1.0, 0.0)
+    return wp.vec3(0.0, 0.0, 1.0)
+
+
+@wp.func
+def attachment_row0(m: ModelData, b: BodyData, w: int, k: int) -> int:
+    return w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * m.contact_count + 3 * k
+
+
+@wp.func
+def joint_row0(m: ModelData, b: BodyData, w: int, j: int) -> int:
+    return w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * m.contact_count + 3 * b.attachment_count + 6 * j
+
+
+@wp.kernel
+def assemble_body_rows(
+    m: ModelData,
+    b: BodyData,
+    h: float,
+    # State in:
+    x_start: wp.array(dtype=wp.vec3),
+    v: wp.array(dtype=wp.vec3),
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    lam: wp.array(dtype=float),
+    # Out:
+    bjac: BodyJacobian,
+    row_compliance: wp.array(dtype=float),
+    rhs: wp.array(dtype=float),
+    diag: wp.array(dtype=float),
+    residual_sq: wp.array(dtype=float),
+):
+    tid = wp.tid()
+    per_world = b.attachment_count + b.joint_count
+    w = tid // per_world
+    e = tid - w * per_world
+    res = float(0.0)
+    if e < b.attachment_count:
+        # ---- particle–body attachment, paper Eq. 6: c = p + R r − x (3 rows along the world axes)
+        p = b.attachment_particle[e]
+        i = b.attachment_body[e]
+        pose = body_pose(b, i, w, bx_start, bv, h)
+        arm = wp.quat_rotate(wp.transform_get_rotation(pose), b.attachment_offset[e])
+        bjac.attachment_arm[w * b.attachment_count + e] = arm
+        pk = w * m.particle_count + p
+        c = wp.transform_get_translation(pose) + arm - (x_start[pk] + v[pk] * h)
+        comp = b.attachment_compliance[e] / (h * h)
+        row0 = attachment_row0(m, b, w, e)
+        for r in range(3):
+            ek = unit(r)
+            a = wp.cross(arm, ek)
+            phi = c[r] / h + comp * lam[row0 + r]
+            rhs[row0 + r] = -phi
+            row_compliance[row0 + r] = comp
+            diag[row0 + r] = row_effective_mass(b, i, pose, ek, a) + m.particle_inv_mass[p] + comp + 1.0e-12
+            res += phi * phi
+    else:
+        j = e - b.attachment_count
+        ip = b.joint_parent[j]
+        ic = b.joint_child[j]
+        pose_p = body_pose(b, ip, w, bx_start, bv, h)
+        pose_c = body_pose(b, ic, w, bx_start, bv, h)
+        qp = wp.transform_get_rotation(pose_p)
+        qc = wp.transform_get_rotation(pose_c)
+        arm_p = wp.quat_rotate(qp, b.joint_anchor_parent[j])
+        arm_c = wp.quat_rotate(qc, b.joint_anchor_child[j])
+        delta = (wp.transform_get_translation(pose_c) + arm_c) - (wp.transform_get_translation(pose_p) + arm_p)
+        axis = wp.quat_rotate(qp, b.joint_axis_parent[j])
+        axis_c = wp.quat_rotate(qc, b.joint_axis_child[j])
+        b1 = wp.quat_rotate(qp, b.joint_perp1_parent[j])
+        b2 = wp.quat_rotate(qp, b.joint_perp2_parent[j])
+        qd = wp.quat_inverse(qp) * qc * wp.quat_inverse(b.joint_rest_rotation[j])  # deviation, parent frame
+        sgn = float(1.0)
+        if qd[3] < 0.0:
+            sgn = -1.0
+        rotvec = wp.quat_rotate(qp, wp.vec3(qd[0], qd[1], qd[2]) * (2.0 * sgn))  # small-angle rotation vector
+        vp = body_vel(b, ip, w, bv)
+        vc = body_vel(b, ic, w, bv)
+        kind = b.joint_type[j]
+        comp_lock = b.joint_compliance[j] / (h * h)
+        row0 = joint_row0(m, b, w, j)
+        for r in range(6):
+            l = wp.vec3()
+            ap = wp.vec3()
+            ac = wp.vec3()
+            c = float(0.0)
+            mode = int(-1)  # −1: locked row; else drive row
+            if r < 3 and kind != JOINT_PRISMATIC:
+                ek = unit(r)
+                l = ek
+                ac = wp.cross(arm_c, ek)
+                ap = -wp.cross(arm_p, ek)
+                c = delta[r]
+            elif (r < 3 and kind == JOINT_PRISMATIC) or (r >= 3 and kind == JOINT_FIXED):
+                ek = unit(r % 3)
+                ac = ek
+                ap = -ek
+                c = rotvec[r % 3]
+            elif kind == JOINT_REVOLUTE:
+                if r < 5:
+                    bk = b1
+                    if r == 4:
+                        bk = b2
+                    ac = wp.cross(axis_c, bk)
+                    ap = -ac
+                    c = wp.dot(bk, axis_c)
+                else:
+                    ac = axis
+                    ap = -axis
+                    c = 2.0 * wp.atan2(sgn * wp.dot(wp.vec3(qd[0], qd[1], qd[2]), b.joint_axis_parent[j]), sgn * qd[3])
+                    mode = b.joint_drive_mode[j]
+            else:  # prismatic: slide stays on the axis (r = 3, 4), drive along it (r = 5)
+                bk = b1
+                if r == 4:
+                    bk = b2
+                if r == 5:
+                    bk = axis
+                    mode = b.joint_drive_mode[j]
+                l = bk
+                ac = wp.cross(arm_c, bk)
+                ap = -wp.cross(arm_p, bk) + wp.cross(bk, delta)
+                c = wp.dot(bk, delta)
+                if r == 5:
+                    c = c - b.joint_rest_slide[j]
+            k = (w * b.joint_count + j) * 6 + r
+            jv = wp.dot(l, lin(vc) - lin(vp)) + wp.dot(ac, ang(vc)) + wp.dot(ap, ang(vp))
+            comp = comp_lock
+            phi = float(0.0)
+            if mode == DRIVE_FREE:
+                l = wp.vec3()
+                ap = wp.vec3()
+                ac = wp.vec3()
+                comp = 1.0
+                phi = 0.0
+            elif mode == DRIVE_MOTOR:
+                comp = 0.0
+                phi = jv - b.joint_drive_target[j]
+            elif mode == DRIVE_SPRING:
+                beta = b.joint_drive_damping[j]
+                comp = b.joint_drive_compliance[j] / (h * (h + beta))
+                phi = (c - b.joint_drive_target[j] + beta * jv) / (h + beta) + comp * lam[row0 + r]
+            else:
+                phi = c / h + comp * lam[row0 + r]
+            bjac.joint_lin[k] = l
+            bjac.joint_ang_parent[k] = ap
+            bjac.joint_ang_child[k] = ac
+            row_compliance[row0 + r] = comp
+            rhs[row0 + r] = -phi
+            diag[row0 + r] = row_effective_mass(b, ip, pose_p, -l, ap) + row_effective_mass(b, ic, pose_c, l, ac) + comp + 1.0e-12
+            res += phi * phi
+    if res > 0.0:
+        wp.atomic_add(residual_sq, w, res)
+
+
+@wp.kernel
+def scatter_body_impulses(
+    m: ModelData,
+    b: BodyData,
+    bjac: BodyJacobian,
+    x: wp.array(dtype=float),
+    # Out:
+    impulse: wp.array(dtype=wp.spatial_vector),
+):
+    """Jᵀx per body over its incidence list in a fixed order (no atomics)."""
+    tid = wp.tid()
+    w = tid // b.body_count
+    i = tid - w * b.body_count
+    first_attachment = m.element_count
+    first_joint = first_attachment + b.attachment_count
+    f = wp.vec3()
+    t = wp.vec3()
+    for c in range(b.body_incidence_start[i], b.body_incidence_start[i + 1]):
+        code = b.body_incidence[c]
+        e = code // 4
+        role = code - 4 * e
+        if e < first_joint:
+            k = e - first_attachment
+            row0 = attachment_row0(m, b, w, k)
+            xk = wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
+            f += xk
+            t += wp.cross(bjac.attachment_arm[w * b.attachment_count + k], xk)
+        else:
+            j = e - first_joint
+            row0 = joint_row0(m, b, w, j)
+            for r in range(6):
+                k = (w * b.joint_count + j) * 6 + r
+                xr = x[row0 + r]
+                if role == 1:
+                    f -= bjac.joint_lin[k] * xr
+                    t += bjac.joint_ang_parent[k] * xr
+                else:
+                    f += bjac.joint_lin[k] * xr
+                    t += bjac.joint_ang_child[k] * xr
+    impulse[tid] = spatial(f, t)
+
+
+@wp.kernel
+def gather_body_rows(
+    m: ModelData,
+    b: BodyData,
+    bjac: BodyJacobian,
+    h: float,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    row_compliance: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+    # Out:
+    y: wp.array(dtype=float),
+):
+    """y = J M⁻¹ (impulse) + C x for attachment and joint rows."""
+    tid = wp.tid()
+    per_world = b.attachment_count + b.joint_count
+    w = tid // per_world
+    e = tid - w * per_world
+    if e < b.attachment_count:
+        p = b.attachment_particle[e]
+        i = b.attachment_body[e]
+        pose = body_pose(b, i, w, bx_start, bv, h)
+        dv = body_velocity_change(b, i, pose, body_impulse[w * b.body_count + i])
+        arm = bjac.attachment_arm[w * b.attachment_count + e]
+        rel = lin(dv) + wp.cross(ang(dv), arm) - particle_impulse[w * m.particle_count + p] * m.particle_inv_mass[p]
+        row0 = attachment_row0(m, b, w, e)
+        for r in range(3):
+            y[row0 + r] = rel[r] + row_compliance[row0 + r] * x[row0 + r]
+    else:
+        j = e - b.attachment_count
+        ip = b.joint_parent[j]
+        ic = b.joint_child[j]
+        dvp = wp.spatial_vector()
+        dvc = wp.spatial_vector()
+        if ip >= 0:
+            dvp = body_velocity_change(b, ip, body_pose(b, ip, w, bx_start, bv, h), body_impulse[w * b.body_count + ip])
+        if ic >= 0:
+            dvc = body_velocity_change(b, ic, body_pose(b, ic, w, bx_start, bv, h), body_impulse[w * b.body_count + ic])
+        row0 = joint_row0(m, b, w, j)
+        for r in range(6):
+            k = (w * b.joint_count + j) * 6 + r
+            val = wp.dot(bjac.joint_lin[k], lin(dvc) - lin(dvp)) + wp.dot(bjac.joint_ang_child[k], ang(dvc)) + wp.dot(bjac.joint_ang_parent[k], ang(dvp))
+            y[row0 + r] = val + row_compliance[row0 + r] * x[row0 + r]
