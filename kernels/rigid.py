@@ -74,6 +74,18 @@ def row_effective_mass(b: BodyData, body: int, pose: wp.transform, l: wp.vec3, a
     return b.body_inv_mass[body] * wp.dot(l, l) + wp.dot(a, Iinv * a)
 
 
+@wp.func
+def omega_from_momentum(x0: wp.transform, inv_inertia_body: wp.mat33, L: wp.vec3, omega: wp.vec3, h: float) -> wp.vec3:
+    """End-of-step angular velocity of a body with world angular momentum L: ω⁺ = I_w(q⁺)⁻¹ L with
+    q⁺ = q + (h/2)[ω⁺, 0]⊗q, solved by substitution from the guess ω. Evaluating the inertia at the pose the step ends in
+    keeps L of a free body exactly (the gyroscopic term ω × Iω is implied) and makes internal joint couples cancel."""
+    w = omega
+    for _ in range(4):
+        pose = integrate_pose(x0, spatial(wp.vec3(), w), h)
+        w = world_inverse_inertia(wp.transform_get_rotation(pose), inv_inertia_body) * L
+    return w
+
+
 @wp.kernel
 def predict_bodies(
     bodies_per_world: int,
@@ -82,24 +94,26 @@ def predict_bodies(
     h: float,
     q: wp.array(dtype=wp.transform),
     qd: wp.array(dtype=wp.spatial_vector),
+    wrench: wp.array(dtype=wp.spatial_vector),
     # Out:
     x_start: wp.array(dtype=wp.transform),
     v_start: wp.array(dtype=wp.spatial_vector),
     v: wp.array(dtype=wp.spatial_vector),
+    momentum: wp.array(dtype=wp.vec3),
 ):
-    """v̂ = v + h g; ω̂ = ω − h I⁻¹(ω × Iω) (explicit gyroscopic term). Bodies with inverse mass 0 are kinematic."""
+    """v̂ = v + h(g + f/m); angular momentum L = I_w ω + hτ and ω̂ = ω(L) (``omega_from_momentum``); f, τ: external
+    force [N] and torque [N m] about the centre of mass (world frame). Bodies with inverse mass 0 are kinematic."""
     tid = wp.tid()
     i = tid % bodies_per_world
     x_start[tid] = q[tid]
     s = qd[tid]
     v_start[tid] = s
     if b.body_inv_mass[i] > 0.0:
-        rot = wp.transform_get_rotation(q[tid])
-        R = wp.quat_to_matrix(rot)
-        Iw = R * b.body_inertia[i] * wp.transpose(R)
-        om = ang(s)
-        om = om - world_inverse_inertia(rot, b.body_inv_inertia[i]) * wp.cross(om, Iw * om) * h
-        s = spatial(lin(s) + gravity * h, om)
+        R = wp.quat_to_matrix(wp.transform_get_rotation(q[tid]))
+        f = wrench[tid]
+        L = R * b.body_inertia[i] * wp.transpose(R) * ang(s) + ang(f) * h
+        momentum[tid] = L
+        s = spatial(lin(s) + (gravity + lin(f) * b.body_inv_mass[i]) * h, omega_from_momentum(q[tid], b.body_inv_inertia[i], L, ang(s), h))
     v[tid] = s
 
 
@@ -110,13 +124,17 @@ def apply_body_impulses(
     x_start: wp.array(dtype=wp.transform),
     h: float,
     impulse: wp.array(dtype=wp.spatial_vector),
+    momentum: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.spatial_vector),
 ):
-    """v += M⁻¹ · impulse at the current pose."""
+    """v += impulse/m; L += angular impulse, ω = ω(L) at the pose the step ends in."""
     tid = wp.tid()
     i = tid % bodies_per_world
-    pose = integrate_pose(x_start[tid], v[tid], h)
-    v[tid] = v[tid] + body_velocity_change(b, i, pose, impulse[tid])
+    if b.body_inv_mass[i] > 0.0:
+        s = v[tid]
+        L = momentum[tid] + ang(impulse[tid])
+        momentum[tid] = L
+        v[tid] = spatial(lin(s) + lin(impulse[tid]) * b.body_inv_mass[i], omega_from_momentum(x_start[tid], b.body_inv_inertia[i], L, ang(s), h))
 
 
 @wp.kernel
@@ -219,16 +237,17 @@ def assemble_body_rows(
         p = b.attachment_particle[e]
         i = b.attachment_body[e]
         pose = body_pose(b, i, w, bx_start, bv, h)
-        arm = wp.quat_rotate(wp.transform_get_rotation(pose), b.attachment_offset[e])
+        pose0 = bx_start[w * b.body_count + i]
+        arm = wp.quat_rotate(wp.transform_get_rotation(pose0), b.attachment_offset[e])  # Jacobian: start of step
         bjac.attachment_arm[w * b.attachment_count + e] = arm
         pk = w * m.particle_count + p
-        c = wp.transform_get_translation(pose) + arm - (x_start[pk] + v[pk] * h)
+        err = wp.transform_get_translation(pose) + wp.quat_rotate(wp.transform_get_rotation(pose), b.attachment_offset[e]) - (x_start[pk] + v[pk] * h)
         comp = b.attachment_compliance[e] / (h * h)
         row0 = attachment_row0(m, b, w, e)
         for r in range(3):
             ek = unit(r)
             a = wp.cross(arm, ek)
-            phi = c[r] / h + comp * lam[row0 + r]
+            phi = err[r] / h + comp * lam[row0 + r]
             rhs[row0 + r] = -phi
             row_compliance[row0 + r] = comp
             diag[row0 + r] = row_effective_mass(b, i, pose, ek, a) + m.particle_inv_mass[p] + comp + 1.0e-12
@@ -241,13 +260,27 @@ def assemble_body_rows(
         pose_c = body_pose(b, ic, w, bx_start, bv, h)
         qp = wp.transform_get_rotation(pose_p)
         qc = wp.transform_get_rotation(pose_c)
-        arm_p = wp.quat_rotate(qp, b.joint_anchor_parent[j])
-        arm_c = wp.quat_rotate(qc, b.joint_anchor_child[j])
-        delta = (wp.transform_get_translation(pose_c) + arm_c) - (wp.transform_get_translation(pose_p) + arm_p)
-        axis = wp.quat_rotate(qp, b.joint_axis_parent[j])
-        axis_c = wp.quat_rotate(qc, b.joint_axis_child[j])
-        b1 = wp.quat_rotate(qp, b.joint_perp1_parent[j])
-        b2 = wp.quat_rotate(qp, b.joint_perp2_parent[j])
+        # constraint values at the Newton iterate ...
+        delta_now = (wp.transform_get_translation(pose_c) + wp.quat_rotate(qc, b.joint_anchor_child[j])) - (
+            wp.transform_get_translation(pose_p) + wp.quat_rotate(qp, b.joint_anchor_parent[j])
+        )
+        axis_c_now = wp.quat_rotate(qc, b.joint_axis_child[j])
+        # ... Jacobians at the start of the step (a chord Newton method): the reaction impulses of a joint then form
+        # exact couples about the step's start configuration, so internal forces conserve angular momentum
+        pose_p0 = body_pose(b, ip, w, bx_start, bv, 0.0)
+        pose_c0 = body_pose(b, ic, w, bx_start, bv, 0.0)
+        qp0 = wp.transform_get_rotation(pose_p0)
+        qc0 = wp.transform_get_rotation(pose_c0)
+        arm_p = wp.quat_rotate(qp0, b.joint_anchor_parent[j])
+        arm_c = wp.quat_rotate(qc0, b.joint_anchor_child[j])
+        delta = (wp.transform_get_translation(pose_c0) + arm_c) - (wp.transform_get_translation(pose_p0) + arm_p)
+        axis = wp.quat_rotate(qp0, b.joint_axis_parent[j])
+        axis_c = wp.quat_rotate(qc0, b.joint_axis_child[j])
+        b1 = wp.quat_rotate(qp0, b.joint_perp1_parent[j])
+        b2 = wp.quat_rotate(qp0, b.joint_perp2_parent[j])
+        b1_now = wp.quat_rotate(qp, b.joint_perp1_parent[j])
+        b2_now = wp.quat_rotate(qp, b.joint_perp2_parent[j])
+        axis_now = wp.quat_rotate(qp, b.joint_axis_parent[j])
         qd = wp.quat_inverse(qp) * qc * wp.quat_inverse(b.joint_rest_rotation[j])  # deviation, parent frame
         sgn = float(1.0)
         if qd[3] < 0.0:
@@ -269,7 +302,7 @@ def assemble_body_rows(
                 l = ek
                 ac = wp.cross(arm_c, ek)
                 ap = -wp.cross(arm_p, ek)
-                c = delta[r]
+                c = delta_now[r]
             elif (r < 3 and kind == JOINT_PRISMATIC) or (r >= 3 and kind == JOINT_FIXED):
                 ek = unit(r % 3)
                 ac = ek
@@ -278,11 +311,13 @@ def assemble_body_rows(
             elif kind == JOINT_REVOLUTE:
                 if r < 5:
                     bk = b1
+                    bk_now = b1_now
                     if r == 4:
                         bk = b2
+                        bk_now = b2_now
                     ac = wp.cross(axis_c, bk)
                     ap = -ac
-                    c = wp.dot(bk, axis_c)
+                    c = wp.dot(bk_now, axis_c_now)
                 else:
                     ac = axis
                     ap = -axis
@@ -290,15 +325,18 @@ def assemble_body_rows(
                     mode = b.joint_drive_mode[j]
             else:  # prismatic: slide stays on the axis (r = 3, 4), drive along it (r = 5)
                 bk = b1
+                bk_now = b1_now
                 if r == 4:
                     bk = b2
+                    bk_now = b2_now
                 if r == 5:
                     bk = axis
+                    bk_now = axis_now
                     mode = b.joint_drive_mode[j]
                 l = bk
                 ac = wp.cross(arm_c, bk)
                 ap = -wp.cross(arm_p, bk) + wp.cross(bk, delta)
-                c = wp.dot(bk, delta)
+                c = wp.dot(bk_now, delta_now)
                 if r == 5:
                     c = c - b.joint_rest_slide[j]
             k = (w * b.joint_count + j) * 6 + r

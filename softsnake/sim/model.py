@@ -44,11 +44,13 @@ class Control:
     """Inputs of all worlds.
 
     particle_f: external force per particle [N] (vec3, worlds·n); distance_rest_scale: per-world multiplier of each
-    distance constraint's rest length (1 = unactuated; the pneumatic actuation sets ε(p) = 1 + p/Y here)."""
+    distance constraint's rest length (1 = unactuated; the pneumatic actuation sets ε(p) = 1 + p/Y here);
+    body_f: external (force [N], torque [N m]) per body about its centre of mass, world frame (spatial_vector)."""
 
-    def __init__(self, particle_f: wp.array, distance_rest_scale: wp.array):
+    def __init__(self, particle_f: wp.array, distance_rest_scale: wp.array, body_f: wp.array):
         self.particle_f = particle_f
         self.distance_rest_scale = distance_rest_scale
+        self.body_f = body_f
 
 
 class Model:
@@ -241,6 +243,7 @@ class Model:
         return Control(
             wp.zeros(self.worlds * self.particle_count, dtype=wp.vec3, device=self.device),
             wp.ones(self.worlds * self.distance_count, dtype=float, device=self.device),
+            wp.zeros(self.worlds * self.body_count, dtype=wp.spatial_vector, device=self.device),
         )
 
     def __repr__(self) -> str:

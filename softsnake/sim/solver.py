@@ -197,11 +197,13 @@ class Solver:
         self.body_v_start = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)
         self.body_v = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)
         self.body_impulse = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)
+        self.body_momentum = wp.zeros(nb, dtype=wp.vec3, device=dev)  # world angular momentum of the step's iterate
         bj = BodyJacobian()
         bj.attachment_arm = wp.zeros(W * m.attachment_count, dtype=wp.vec3, device=dev)
         bj.joint_lin, bj.joint_ang_parent, bj.joint_ang_child = (wp.zeros(W * m.joint_count * 6, dtype=wp.vec3, device=dev) for _ in range(3))
         self.bjac = bj
         self._dummy_f = wp.zeros(np_, dtype=wp.vec3, device=dev)
+        self._zero_wrench = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)
         self._unit_scale = wp.ones(W * m.distance_count, dtype=float, device=dev)
 
     # ------------------------------------------------------------------- steps
@@ -209,22 +211,23 @@ class Solver:
         """Advance ``state`` in place by dt. ``control`` supplies external forces and rest-length scales."""
         force = control.particle_f if control is not None else self._dummy_f
         scale = control.distance_rest_scale if control is not None else self._unit_scale
+        wrench = control.body_f if control is not None else self._zero_wrench
         m = self.model
         if state.particle_q.shape[0] != m.worlds * m.particle_count:
             raise ValueError("state does not belong to this model (wrong particle count)")
         use_graph = self.config.cuda_graph and self.model.device.is_cuda
         if use_graph:
-            key = (state.particle_q.ptr, state.particle_qd.ptr, force.ptr, scale.ptr, self.dt)
+            key = (state.particle_q.ptr, state.particle_qd.ptr, state.body_q.ptr, state.body_qd.ptr, force.ptr, scale.ptr, wrench.ptr, self.dt)
             if self._graph is None or self._graph_key != key:
                 # this step runs eagerly (which also loads the kernel modules); the capture only records the launches
-                self._launch_step(state, force, scale)
+                self._launch_step(state, force, scale, wrench)
                 with wp.ScopedCapture(device=self.model.device) as cap:
-                    self._launch_step(state, force, scale)
+                    self._launch_step(state, force, scale, wrench)
                 self._graph, self._graph_key = cap.graph, key
             else:
                 wp.capture_launch(self._graph)
         else:
-            self._launch_step(state, force, scale)
+            self._launch_step(state, force, scale, wrench)
         self._check_finite(state)
 
     def _check_finite(self, state: State) -> None:
@@ -289,9 +292,9 @@ class Solver:
         self._scatter(x)
         wp.launch(kint.apply_impulses, dim=m.worlds * m.particle_count, inputs=[m.particle_count, m.data.particle_inv_mass, self.impulse, self.v], device=m.device)
         if m.body_count > 0:
-            wp.launch(krigid.apply_body_impulses, dim=m.worlds * m.body_count, inputs=[m.body_count, m.body_data, self.body_x_start, self.dt, self.body_impulse, self.body_v], device=m.device)
+            wp.launch(krigid.apply_body_impulses, dim=m.worlds * m.body_count, inputs=[m.body_count, m.body_data, self.body_x_start, self.dt, self.body_impulse, self.body_momentum, self.body_v], device=m.device)
 
-    def _launch_step(self, state: State, force: wp.array, scale: wp.array) -> None:
+    def _launch_step(self, state: State, force: wp.array, scale: wp.array, wrench: wp.array) -> None:
         m, cfg, dev, W = self.model, self.config, self.model.device, self.model.worlds
         N, L = cfg.newton_iterations, cfg.linear_iterations
         nrows = W * m.row_count
@@ -305,8 +308,8 @@ class Solver:
         wp.launch(
             krigid.predict_bodies,
             dim=W * m.body_count,
-            inputs=[m.body_count, m.body_data, m.gravity, self.dt, state.body_q, state.body_qd],
-            outputs=[self.body_x_start, self.body_v_start, self.body_v],
+            inputs=[m.body_count, m.body_data, m.gravity, self.dt, state.body_q, state.body_qd, wrench],
+            outputs=[self.body_x_start, self.body_v_start, self.body_v, self.body_momentum],
             device=dev,
         )
         for a in (self.num, self.den, self.rr, self.res_sq, self.pcr_iters, self.active):
