@@ -1,0 +1,196 @@
+"""Issue 3 (part 1): rigid bodies, joints and attachments against analytic references and conservation laws."""
+
+import numpy as np
+import pytest
+from helpers import TEST_DEVICE
+from rigid_helpers import axis_angle_quat, box_inertia, momenta, quat_matrix
+
+import softsnake as ss
+
+
+def test_hinge_pendulum_period_drift_and_axis():
+    g, m, he, theta0, dt = 9.81, 2.0, (0.05, 0.02, 0.2), 0.05, 1.0 / 120.0
+    inertia = box_inertia(m, he)
+    d = he[2]  # hinge at the centre of the top face
+    anchor = np.array([0.0, 0.0, 1.0])
+    b = ss.ModelBuilder(gravity=(0.0, 0.0, -g))
+    q0 = axis_angle_quat((0, 1, 0), theta0)
+    body = b.add_body(anchor + quat_matrix(q0) @ [0, 0, -d], q0, mass=m, inertia=inertia)
+    b.add_joint_revolute(-1, body, anchor, (0.0, 1.0, 0.0))
+    model = b.finalize(device=TEST_DEVICE)
+    state = model.state()
+    solver = ss.Solver(model, dt=dt, newton_iterations=4, linear_iterations=10)
+    n = int(10.0 / dt)
+    x = np.empty(n)
+    drift = off_axis = 0.0
+    for k in range(n):
+        solver.step(state)
+        bq = state.body_q.numpy()[0]
+        R = quat_matrix(bq[3:])
+        drift = max(drift, np.linalg.norm(bq[:3] + R @ [0, 0, d] - anchor))
+        off_axis = max(off_axis, np.arccos(min(1.0, (R @ [0, 1, 0])[1])))
+        x[k] = bq[0]
+    t = (np.arange(n) + 1) * dt
+    down = np.nonzero((x[:-1] > 0) & (x[1:] <= 0))[0]
+    crossings = t[down] + dt * x[down] / (x[down] - x[down + 1])
+    period = np.mean(np.diff(crossings))
+    expected = 2 * np.pi * np.sqrt((inertia[1] + m * d * d) / (m * g * d)) * (1 + theta0**2 / 16)
+    assert period == pytest.approx(expected, rel=0.02)
+    assert drift < 1e-3 * d
+    assert off_axis < 1e-3
+    # the hinge carries the weight (joint reaction impulse / dt, z component of the anchor rows)
+    assert solver.joint_impulses()[0, 0, 2] / dt == pytest.approx(m * g, rel=0.02)
+
+
+def test_free_chain_conserves_momentum():
+    b = ss.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    half = [(0.1, 0.03, 0.02), (0.08, 0.04, 0.02), (0.12, 0.02, 0.03)]
+    masses = [1.0, 0.7, 1.3]
+    inertias = [box_inertia(m, h) for m, h in zip(masses, half)]
+    rng = np.random.default_rng(1)
+    ids = [b.add_body((0.2 * k, 0.0, 0.0), mass=masses[k], inertia=inertias[k], vel=rng.normal(0, 0.3, 3), ang_vel=rng.normal(0, 2, 3)) for k in range(3)]
+    b.add_joint_revolute(ids[0], ids[1], (0.1, 0.0, 0.0), (0.0, 0.0, 1.0))
+    b.add_joint_revolute(ids[1], ids[2], (0.3, 0.0, 0.0), (0.0, 1.0, 0.0))
+    model = b.finalize(device=TEST_DEVICE)
+    state = model.state()
+    solver = ss.Solver(model, dt=1.0 / 120.0, newton_iterations=4, linear_iterations=20)
+    solver.step(state)  # the first step projects the random initial velocities onto the joints
+    P0, L0 = momenta(state.body_q.numpy(), state.body_qd.numpy(), masses, inertias)
+    for _ in range(1000):
+        solver.step(state)
+    P, L = momenta(state.body_q.numpy(), state.body_qd.numpy(), masses, inertias)
+    assert np.linalg.norm(P - P0) <= 1e-4 * np.linalg.norm(P0)
+    assert np.linalg.norm(L - L0) <= 1e-4 * np.linalg.norm(L0)
+
+
+@pytest.mark.parametrize("axis, stable", [(0, True), (1, False), (2, True)])
+def test_spinning_asymmetric_body_axis_stability(axis, stable):
+    """Rotation about the largest- and smallest-inertia axes is stable, about the intermediate one it is not."""
+    inertia = box_inertia(1.0, (0.1, 0.05, 0.02))  # I_x < I_y < I_z
+    w0 = np.full(3, 0.05)
+    w0[axis] = 5.0
+    b = ss.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    b.add_body((0.0, 0.0, 0.0), mass=1.0, inertia=inertia, ang_vel=w0)
+    model = b.finalize(device=TEST_DEVICE)
+    state = model.state()
+    solver = ss.Solver(model, dt=1.0 / 240.0)
+    _, L0 = momenta(state.body_q.numpy(), state.body_qd.numpy(), [1.0], [inertia])
+    along = []
+    for _ in range(1500):
+        solver.step(state)
+        along.append((quat_matrix(state.body_q.numpy()[0, 3:]).T @ (L0 / np.linalg.norm(L0)))[axis])
+    _, L = momenta(state.body_q.numpy(), state.body_qd.numpy(), [1.0], [inertia])
+    assert np.linalg.norm(L - L0) < 1e-3 * np.linalg.norm(L0)
+    if stable:
+        assert min(along) > 0.95
+    else:
+        assert min(along) < -0.5  # the body flips (Dzhanibekov effect)
+
+
+def test_soft_beam_follows_moving_body_through_attachments():
+    b = ss.ModelBuilder()
+    carrier = b.add_body((0.0, 0.0, 0.5), mass=0.0, inertia=(1.0, 1.0, 1.0), vel=(0.1, 0.0, 0.05), ang_vel=(0.0, 0.0, 0.5))
+    mesh = ss.box_tet_mesh((0.02, 0.02, 0.2), (1, 1, 6), origin=(-0.01, -0.01, 0.28))
+    ids = b.add_soft_mesh(mesh.vertices, mesh.tets, density=1070.0, youngs_modulus=2e5, poisson_ratio=0.3, damping=0.01)
+    top = ids[mesh.vertices[:, 2] > 0.48 - 1e-9]
+    for p in top:
+        b.add_attachment(int(p), carrier)
+    model = b.finalize(device=TEST_DEVICE)
+    state = model.state()
+    solver = ss.Solver(model, dt=1.0 / 240.0, newton_iterations=4, linear_iterations=40)
+    rest = mesh.vertices[top] - np.array([0.0, 0.0, 0.5])
+    for _ in range(240):
+        solver.step(state)
+    bq = state.body_q.numpy()[0]
+    q = state.particle_q.numpy()
+    expected = bq[:3] + rest @ quat_matrix(bq[3:]).T
+    assert np.abs(bq[:3] - [0.1, 0.0, 0.55]).max() < 1e-4  # the kinematic carrier moved 1 s at its velocity
+    assert np.linalg.norm(q[top] - expected, axis=1).max() < 1e-4
+    assert q[:, 0].mean() > 0.05  # the beam came along
+
+
+def test_prismatic_motor_reaches_target_rate():
+    b = ss.ModelBuilder()
+    slider = b.add_body((0.0, 0.0, 1.0), mass=3.0, inertia=box_inertia(3.0, (0.05, 0.05, 0.05)))
+    b.add_joint_prismatic(-1, slider, (0.0, 0.0, 1.0), (1.0, 1.0, 0.0), target_velocity=0.3)
+    model = b.finalize(device=TEST_DEVICE)
+    state = model.state()
+    solver = ss.Solver(model, dt=1.0 / 120.0, newton_iterations=4, linear_iterations=10)
+    for _ in range(120):
+        solver.step(state)
+    v = state.body_qd.numpy()[0]
+    axis = np.array([1.0, 1.0, 0.0]) / np.sqrt(2)
+    assert np.dot(v[:3], axis) == pytest.approx(0.3, rel=0.02)
+    assert np.linalg.norm(v[:3] - np.dot(v[:3], axis) * axis) < 1e-3  # held on the axis against gravity
+    assert state.body_q.numpy()[0, 2] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_revolute_spring_settles_at_torque_over_stiffness():
+    stiffness, torque = 2.0, 0.3  # N m/rad, N m  -> 0.15 rad
+    b = ss.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    arm = b.add_body((0.1, 0.0, 0.0), mass=0.5, inertia=box_inertia(0.5, (0.1, 0.02, 0.02)))
+    b.add_joint_revolute(-1, arm, (0.0, 0.0, 0.0), (0.0, 0.0, 1.0), stiffness=stiffness, damping=0.2)
+    model = b.finalize(device=TEST_DEVICE)
+    state, control = model.state(), model.control()
+    control.body_f.assign(np.array([[0.0, 0.0, 0.0, 0.0, 0.0, torque]], dtype=np.float32))
+    solver = ss.Solver(model, dt=1.0 / 120.0, newton_iterations=4, linear_iterations=10)
+    for _ in range(600):
+        solver.step(state, control)
+    R = quat_matrix(state.body_q.numpy()[0, 3:])
+    angle = np.arctan2(R[1, 0], R[0, 0])
+    assert angle == pytest.approx(torque / stiffness, rel=0.02)
+
+
+def test_rigid_batch_matches_single_world():
+    def build(worlds):
+        b = ss.ModelBuilder()
+        base = b.add_body((0.0, 0.0, 1.0), mass=1.0, inertia=box_inertia(1.0, (0.1, 0.1, 0.1)))
+        b.add_joint_prismatic(-1, base, (0.0, 0.0, 1.0), (1.0, 0.0, 0.0), stiffness=20.0, damping=1.0)
+        link = b.add_body((0.0, 0.0, 0.7), mass=0.5, inertia=box_inertia(0.5, (0.02, 0.02, 0.15)), ang_vel=(0.0, 1.0, 0.0))
+        b.add_joint_revolute(base, link, (0.0, 0.0, 0.85), (0.0, 1.0, 0.0))
+        return b.finalize(device=TEST_DEVICE, worlds=worlds)
+
+    def run(model, state):
+        solver = ss.Solver(model, dt=1.0 / 120.0)
+        for _ in range(120):
+            solver.step(state)
+        return state.body_q.numpy().reshape(model.worlds, -1, 7)
+
+    single = run(build(1), build(1).state())[0]
+    model = build(4)
+    state = model.state()
+    qd = state.body_qd.numpy().reshape(4, 2, 6)
+    qd[2, 1, 4] = 2.0  # world 2's link spins faster
+    state.body_qd.assign(qd.reshape(-1, 6))
+    batch = run(model, state)
+    for w in range(4):
+        diff = np.abs(batch[w] - single).max()
+        assert (diff > 1e-3) if w == 2 else (diff <= 1e-6 * np.abs(single).max())
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda b: b.add_body((0, 0, 0), rot=(0, 0, 0, 2), mass=1.0, inertia=(1, 1, 1)), "unit quaternion"),
+        (lambda b: b.add_body((0, 0, 0), rot=(0, float("nan"), 0, 1), mass=1.0, inertia=(1, 1, 1)), "rot"),
+        (lambda b: b.add_body((0, 0, 0), mass=1.0, inertia=(1, -1, 1)), "positive definite"),
+        (lambda b: b.add_body((0, 0, 0), mass=1.0, inertia=[[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]), "symmetric"),
+        (lambda b: b.add_body((0, 0, 0), mass=-1.0, inertia=(1, 1, 1)), "mass"),
+        (lambda b: b.add_body((0, 0, 0)), "mass and inertia"),
+        (lambda b: b.add_attachment(0, 5), "unknown body"),
+        (lambda b: b.add_attachment(9, 0), "out of range"),
+        (lambda b: b.add_joint_revolute(0, 0, (0, 0, 0), (0, 0, 1)), "itself"),
+        (lambda b: b.add_joint_revolute(-1, 3, (0, 0, 0), (0, 0, 1)), "unknown body"),
+        (lambda b: b.add_joint_revolute(-2, 0, (0, 0, 0), (0, 0, 1)), "unknown body"),
+        (lambda b: b.add_joint_revolute(-1, 0, (0, 0, 0), (0, 0, 0)), "axis"),
+        (lambda b: b.add_joint_prismatic(-1, 0, (0, 0, 0), (0, 0, float("nan"))), "axis"),
+        (lambda b: b.add_joint_revolute(-1, 0, (0, 0, 0), (0, 0, 1), target_velocity=1.0, stiffness=2.0), "not both"),
+        (lambda b: b.add_joint_revolute(-1, 0, (0, 0, 0), (0, 0, 1), stiffness=-2.0), "stiffness"),
+    ],
+)
+def test_rigid_builder_rejects_bad_input(call, match):
+    b = ss.ModelBuilder()
+    b.add_particle((0, 0, 0))
+    b.add_body((0, 0, 1), mass=1.0, inertia=(0.1, 0.1, 0.1))
+    with pytest.raises(ValueError, match=match):
+        call(b)
