@@ -18,15 +18,17 @@ import numpy as np
 import warp as wp
 
 import softsnake as ss
-from softsnake.scenes import soft_slab_on_ground
+from softsnake.scenes import soft_slab_on_ground, soft_slab_with_rigid_chain
+
+SCENES = {"slab": soft_slab_on_ground, "slab+chain": soft_slab_with_rigid_chain}
 
 
 def _sync(device):
     wp.synchronize_device(device)
 
 
-def bench(device: str, worlds: int, steps: int, newton: int, linear: int, dt: float) -> dict:
-    model = soft_slab_on_ground().finalize(device=device, worlds=worlds)
+def bench(device: str, worlds: int, steps: int, newton: int, linear: int, dt: float, scene: str = "slab") -> dict:
+    model = SCENES[scene]().finalize(device=device, worlds=worlds)
     state = model.state()
     solver = ss.Solver(model, dt=dt, newton_iterations=newton, linear_iterations=linear, check_finite=False)
     for _ in range(5):  # compile, capture, settle onto the ground
@@ -55,6 +57,9 @@ def bench(device: str, worlds: int, steps: int, newton: int, linear: int, dt: fl
         "particles_per_world": model.particle_count,
         "tets_per_world": model.tet_count,
         "rows_per_world": model.row_count,
+        "bodies_per_world": model.body_count,
+        "joints_per_world": model.joint_count,
+        "attachments_per_world": model.attachment_count,
         "ms_per_step": 1e3 * total,
         "ms_assembly": 1e3 * assembly,
         "ms_solve": 1e3 * max(total - assembly, 0.0),
@@ -77,18 +82,20 @@ def main():
     ap.add_argument("--newton", type=int, default=4)
     ap.add_argument("--linear", type=int, default=20)
     ap.add_argument("--dt", type=float, default=1.0 / 120.0)
+    ap.add_argument("--scene", choices=sorted(SCENES), default="slab", help="slab: soft mesh on the ground; slab+chain: plus hinged rigid carriages attached to it")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     wp.config.quiet = True
     wp.init()
-    rows = [bench(a.device, int(w), a.steps, a.newton, a.linear, a.dt) for w in a.worlds.split(",")]
+    rows = [bench(a.device, int(w), a.steps, a.newton, a.linear, a.dt, a.scene) for w in a.worlds.split(",")]
     dev = wp.get_device(a.device)
     meta = {"device": dev.name, "date": datetime.date.today().isoformat(), "warp": wp.__version__, "host": platform.processor() or platform.machine(), "dt": a.dt}
     if a.json:
         print(json.dumps({"meta": meta, "results": rows}, indent=2))
         return
     print(f"device {meta['device']} ({a.device}), warp {meta['warp']}, {meta['date']}, dt={a.dt:.5f} s, {a.newton} Newton x {a.linear} PCR")
-    print(f"mesh: {rows[0]['particles_per_world']} particles, {rows[0]['tets_per_world']} tets, {rows[0]['rows_per_world']} rows per world")
+    r0 = rows[0]
+    print(f"scene {a.scene}: {r0['particles_per_world']} particles, {r0['tets_per_world']} tets, {r0['bodies_per_world']} bodies, {r0['joints_per_world']} joints, {r0['attachments_per_world']} attachments, {r0['rows_per_world']} rows per world")
     print("worlds | ms/step | assembly | solve | steps/s | world-steps/s | RTF | PCR it | PCR red. | contacts")
     for r in rows:
         print(f"{r['worlds']:6d} | {r['ms_per_step']:7.2f} | {r['ms_assembly']:8.2f} | {r['ms_solve']:5.2f} | {r['steps_per_s']:7.1f} | {r['world_steps_per_s']:13.1f} | {r['real_time_factor']:.2f} | {r['pcr_iterations_per_newton']:6.1f} | {r['pcr_residual_reduction_median']:.2e} | {r['active_contacts_world0']}")

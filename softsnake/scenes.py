@@ -28,3 +28,26 @@ def demo_scene():
     b.add_distance(pivot, bob)
     b.add_ground_plane(mu=0.8)
     return b
+
+
+def soft_slab_with_rigid_chain(cells=(30, 5, 5), size=(0.3, 0.05, 0.05), carriages=4, **slab_kwargs):
+    """The soft slab with a chain of rigid carriages on top, hinged to each other (axis z) and attached to the slab's
+    top particles under them: a snake-like mix of soft, rigid, joint and attachment rows."""
+    b = soft_slab_on_ground(cells, size, **slab_kwargs)
+    top = np.nonzero(np.isclose(np.asarray(b.particle_q)[:, 2], max(q[2] for q in b.particle_q)))[0]
+    xs = np.asarray(b.particle_q)[top, 0]
+    z = max(q[2] for q in b.particle_q) + 0.01
+    spacing = size[0] / carriages
+    half = np.array([0.4 * spacing, 0.02, 0.01])
+    mass = 0.05
+    inertia = mass / 3.0 * np.array([half[1] ** 2 + half[2] ** 2, half[0] ** 2 + half[2] ** 2, half[0] ** 2 + half[1] ** 2])
+    bodies = []
+    for k in range(carriages):
+        cx = -size[0] / 2 + spacing * (k + 0.5)
+        body = b.add_body((cx, 0.0, z), mass=mass, inertia=inertia)
+        for p in top[np.abs(xs - cx) < half[0]]:
+            b.add_attachment(int(p), body)
+        if bodies:
+            b.add_joint_revolute(bodies[-1], body, (cx - spacing / 2, 0.0, z), (0.0, 0.0, 1.0))
+        bodies.append(body)
+    return b
