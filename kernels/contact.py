@@ -1,12 +1,12 @@
 """Particle–shape signed distance and the Fischer-Burmeister normal row (solver notes §4).
 
-Shapes are static (plane, box, cylinder) with a pose (position, rotation) and parameters:
-plane: normal = R·ẑ through the position; box: half extents; cylinder: (radius, half height, —) around its local z axis.
+Shapes have a pose (position, rotation) and parameters: plane: normal = R·ẑ through the position; box: half extents;
+cylinder and capsule: (radius, half height, —) along their local z axis; sphere: (radius, —, —).
 """
 
 import warp as wp
 
-from .types import SHAPE_BOX, SHAPE_CYLINDER, SHAPE_PLANE
+from .types import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_PLANE, SHAPE_SPHERE
 
 
 @wp.func
@@ -36,6 +36,16 @@ def shape_signed_distance(shape_type: int, pos: wp.vec3, rot: wp.quat, params: w
             else:
                 gap = q[2]
                 nl = wp.vec3(0.0, 0.0, wp.sign(xl[2]))
+    elif shape_type == SHAPE_SPHERE or shape_type == SHAPE_CAPSULE:
+        # distance to the core segment (a point for the sphere) minus the radius
+        zc = float(0.0)
+        if shape_type == SHAPE_CAPSULE:
+            zc = wp.clamp(xl[2], -params[1], params[1])
+        dv = xl - wp.vec3(0.0, 0.0, zc)
+        dl = wp.length(dv)
+        gap = dl - params[0]
+        if dl > 1.0e-12:
+            nl = dv / dl
     elif shape_type == SHAPE_CYLINDER:
         r = wp.sqrt(xl[0] * xl[0] + xl[1] * xl[1])
         radial = wp.vec3(1.0, 0.0, 0.0)

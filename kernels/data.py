@@ -102,6 +102,23 @@ class BodyData:
     joint_drive_compliance: wp.array(dtype=float)  # spring: 1/K
     joint_drive_damping: wp.array(dtype=float)  # spring: β = damping/K [s]
 
+    # shapes on bodies (pose in the body frame) and their contact features (body frame)
+    body_shape_type: wp.array(dtype=int)
+    body_shape_body: wp.array(dtype=int)
+    body_shape_pos: wp.array(dtype=wp.vec3)
+    body_shape_rot: wp.array(dtype=wp.quat)
+    body_shape_params: wp.array(dtype=wp.vec3)
+    body_shape_mu: wp.array(dtype=wp.vec2)
+    feature_count: int
+    target_count: int  # static shapes + body shapes
+    body_contact_count: int  # feature_count · target_count slots per world
+    feature_body: wp.array(dtype=int)
+    feature_shape: wp.array(dtype=int)
+    feature_point: wp.array(dtype=wp.vec3)
+    feature_axis: wp.array(dtype=wp.vec3)
+    feature_radius: wp.array(dtype=float)
+    feature_kind: wp.array(dtype=int)  # 0 point (with radius), 1 cylinder cap (deepest rim point per contact)
+
 
 @wp.struct
 class BodyJacobian:
@@ -111,3 +128,7 @@ class BodyJacobian:
     joint_lin: wp.array(dtype=wp.vec3)  # child linear part per row (parent: negative), 6 per joint
     joint_ang_parent: wp.array(dtype=wp.vec3)
     joint_ang_child: wp.array(dtype=wp.vec3)
+    contact_frame: wp.array(dtype=wp.mat33)  # body contacts: rows t1, t2, n (zero: switched off)
+    contact_arm_a: wp.array(dtype=wp.vec3)  # contact point − centre of the feature's body
+    contact_arm_b: wp.array(dtype=wp.vec3)  # contact point − centre of the target's body
+    contact_mu: wp.array(dtype=wp.vec2)

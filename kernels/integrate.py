@@ -42,12 +42,13 @@ def apply_impulses(
 
 
 @wp.kernel
-def start_multipliers(rows_per_world: int, contact_start: int, contact_end: int, warm_start: float, contact_warm_start: float, lam: wp.array(dtype=float)):
+def start_multipliers(rows_per_world: int, contact_start: int, contact_end: int, body_contact_start: int, warm_start: float, contact_warm_start: float, lam: wp.array(dtype=float)):
     """Scale the previous step's multipliers into start values: bilateral rows by warm_start, contact rows
-    [contact_start, contact_end) by contact_warm_start (0 restarts contacts from the FB corner; notes §4 pitfall 1)."""
+    ([contact_start, contact_end) and from body_contact_start on) by contact_warm_start (0 restarts contacts from the
+    FB corner; notes §4 pitfall 1)."""
     i = wp.tid()
     r = i % rows_per_world
-    if r >= contact_start and r < contact_end:
+    if (r >= contact_start and r < contact_end) or r >= body_contact_start:
         lam[i] = lam[i] * contact_warm_start
     else:
         lam[i] = lam[i] * warm_start

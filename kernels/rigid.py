@@ -396,6 +396,18 @@ def scatter_body_impulses(
             xk = wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
             f += xk
             t += wp.cross(bjac.attachment_arm[w * b.attachment_count + k], xk)
+        elif e >= first_joint + b.joint_count:
+            # body contact slot (kernels/rigid_contact.py): role 0 = the feature's body, 1 = the target's body
+            s = e - first_joint - b.joint_count
+            row0 = joint_row0(m, b, w, b.joint_count) + 3 * s
+            kk = w * b.body_contact_count + s
+            imp = wp.transpose(bjac.contact_frame[kk]) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
+            if role == 0:
+                f += imp
+                t += wp.cross(bjac.contact_arm_a[kk], imp)
+            else:
+                f -= imp
+                t -= wp.cross(bjac.contact_arm_b[kk], imp)
         else:
             j = e - first_joint
             row0 = joint_row0(m, b, w, j)

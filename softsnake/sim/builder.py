@@ -18,6 +18,8 @@ class ShapeType(enum.IntEnum):
     PLANE = 0
     BOX = 1
     CYLINDER = 2
+    SPHERE = 3
+    CAPSULE = 4
 
 
 def _quat_from_z_to(normal: np.ndarray) -> np.ndarray:
@@ -185,27 +187,39 @@ class ModelBuilder(RigidBuilderMixin):
             raise ValueError(f"height must be finite, got {height!r}")
         return self._add_shape(ShapeType.PLANE, n * h, _quat_from_z_to(n), np.zeros(3), mu)
 
-    def add_shape_box(self, body: int, half_extents, *, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), mu=0.5) -> int:
+    def add_shape_box(self, body: int, half_extents, *, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), mu=0.5, density: float = 1000.0) -> int:
         """Box with ``half_extents`` [m] at ``pos`` [m], rotation ``rot`` (quaternion x, y, z, w).
 
-        body = −1 makes it static (in world coordinates). mu as in ``add_ground_plane`` (axes: the box's local x, y)."""
-        self._check_body(body)
+        body = −1: static, in world coordinates; else attached to that body, pose in the body frame, with ``density``
+        [kg/m³] for the body's mass properties. mu as in ``add_ground_plane`` (axes: the box's local x, y)."""
         he = check.finite_vector("half_extents", half_extents)
         if np.any(he <= 0):
             raise ValueError(f"half_extents must be > 0, got {he.tolist()}")
-        return self._add_shape(ShapeType.BOX, check.finite_vector("pos", pos), check.unit_quaternion("rot", rot), he, mu)
+        return self._add_any_shape(ShapeType.BOX, body, pos, rot, he, mu, density)
 
-    def add_shape_cylinder(self, body: int, radius: float, half_height: float, *, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), mu=0.5) -> int:
-        """Cylinder of ``radius`` and ``half_height`` [m] around its local z axis (rotate with ``rot``)."""
-        self._check_body(body)
+    def add_shape_cylinder(self, body: int, radius: float, half_height: float, *, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), mu=0.5, density: float = 1000.0) -> int:
+        """Cylinder of ``radius`` and ``half_height`` [m] around its local z axis (rotate with ``rot``). On a body,
+        mu = (μ along the axis, μ across it), e.g. (1.0, 0.05) for a wheel that rolls freely but grips sideways."""
         params = np.array([check.positive("radius", radius), check.positive("half_height", half_height), 0.0])
-        return self._add_shape(ShapeType.CYLINDER, check.finite_vector("pos", pos), check.unit_quaternion("rot", rot), params, mu)
+        return self._add_any_shape(ShapeType.CYLINDER, body, pos, rot, params, mu, density)
 
-    def _check_body(self, body: int) -> None:
-        if int(body) != -1 and not (0 <= int(body) < self.body_count):
-            raise ValueError(f"unknown body index {body} (bodies: {self.body_count}, or -1 for a static shape)")
-        if int(body) != -1:
-            raise ValueError(f"body {body}: shapes on rigid bodies are not supported yet (rigid contact); use body = -1 for static shapes")
+    def add_shape_sphere(self, body: int, radius: float, *, pos=(0.0, 0.0, 0.0), mu=0.5, density: float = 1000.0) -> int:
+        """Sphere of ``radius`` [m] centred at ``pos``."""
+        params = np.array([check.positive("radius", radius), 0.0, 0.0])
+        return self._add_any_shape(ShapeType.SPHERE, body, pos, (0.0, 0.0, 0.0, 1.0), params, mu, density)
+
+    def add_shape_capsule(self, body: int, radius: float, half_height: float, *, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), mu=0.5, density: float = 1000.0) -> int:
+        """Capsule: a segment of half length ``half_height`` along the local z axis swept by ``radius`` [m]."""
+        params = np.array([check.positive("radius", radius), check.positive("half_height", half_height), 0.0])
+        return self._add_any_shape(ShapeType.CAPSULE, body, pos, rot, params, mu, density)
+
+    def _add_any_shape(self, kind, body, pos, rot, params, mu, density) -> int:
+        pos = check.finite_vector("pos", pos)
+        rot = check.unit_quaternion("rot", rot)
+        if int(body) == -1:
+            return self._add_shape(kind, pos, rot, params, mu)
+        b = self._check_body_index("shape", body, allow_world=False)
+        return self._add_body_shape(kind, b, pos, rot, params, _friction_pair(mu), check.positive("density", density))
 
     def _add_shape(self, kind: ShapeType, pos, rot, params, mu) -> int:
         self.shape_type.append(int(kind))

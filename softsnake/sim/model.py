@@ -75,9 +75,17 @@ class Model:
         self.body_count = b.body_count
         self.attachment_count = len(b.attachments)
         self.joint_count = len(b.joints)
+        from .rigid_builder import body_shape_features
+
+        self.body_shape_count = len(b.body_shapes)
+        self.features = [(s["body"], k) + f for k, s in enumerate(b.body_shapes) for f in body_shape_features(s)]
+        self.feature_count = len(self.features)
+        self.target_count = self.shape_count + self.body_shape_count
+        self.body_contact_count = self.feature_count * self.target_count
         self.contact_row_start = self.distance_count + 6 * self.tet_count
         self.contact_row_end = self.contact_row_start + 3 * self.contact_count
-        self.row_count = self.contact_row_end + 3 * self.attachment_count + 6 * self.joint_count
+        self.body_contact_row_start = self.contact_row_end + 3 * self.attachment_count + 6 * self.joint_count
+        self.row_count = self.body_contact_row_start + 3 * self.body_contact_count
         self.element_count = self.distance_count + self.tet_count + self.contact_count
 
         mass = np.asarray(b.particle_mass, dtype=np.float64)
@@ -143,8 +151,9 @@ class Model:
         bd.body_count = self.body_count
         bd.attachment_count = self.attachment_count
         bd.joint_count = self.joint_count
-        mass = np.asarray(b.body_mass, dtype=np.float64)
-        inertia = np.asarray(b.body_inertia, dtype=np.float64).reshape(-1, 3, 3)
+        masses, inertias = b.resolved_body_mass_properties()
+        mass = np.asarray(masses, dtype=np.float64)
+        inertia = np.asarray(inertias, dtype=np.float64).reshape(-1, 3, 3)
         inv_mass = np.where(mass > 0, 1.0 / np.where(mass > 0, mass, 1.0), 0.0)
         inv_inertia = np.array([np.linalg.inv(I) if mb > 0 else np.zeros((3, 3)) for I, mb in zip(inertia, mass)]).reshape(-1, 3, 3)
         self.body_mass = mass
@@ -181,6 +190,23 @@ class Model:
         bd.joint_drive_target = col("drive_target")
         bd.joint_drive_compliance = col("drive_compliance")
         bd.joint_drive_damping = col("drive_damping")
+        S = b.body_shapes
+        bd.body_shape_type = arr([s["type"] for s in S], int)
+        bd.body_shape_body = arr([s["body"] for s in S], int)
+        bd.body_shape_pos = arr(np.reshape([s["pos"] for s in S], (-1, 3)), wp.vec3, (3,))
+        bd.body_shape_rot = arr(np.reshape([s["rot"] for s in S], (-1, 4)), wp.quat, (4,))
+        bd.body_shape_params = arr(np.reshape([s["params"] for s in S], (-1, 3)), wp.vec3, (3,))
+        bd.body_shape_mu = arr(np.reshape([s["mu"] for s in S], (-1, 2)), wp.vec2, (2,))
+        F = self.features
+        bd.feature_count = self.feature_count
+        bd.target_count = self.target_count
+        bd.body_contact_count = self.body_contact_count
+        bd.feature_body = arr([f[0] for f in F], int)
+        bd.feature_shape = arr([f[1] for f in F], int)
+        bd.feature_point = arr(np.reshape([f[2] for f in F], (-1, 3)), wp.vec3, (3,))
+        bd.feature_axis = arr(np.reshape([f[3] for f in F], (-1, 3)), wp.vec3, (3,))
+        bd.feature_radius = arr([f[4] for f in F], float)
+        bd.feature_kind = arr([f[5] for f in F], int)
         # body incidence (code = 4·element + role), elements numbered after the particle families
         first_att = self.element_count
         first_joint = first_att + self.attachment_count
@@ -194,6 +220,18 @@ class Model:
                 codes.append(4 * (first_joint + j) + 1)
             bodies.append(jt["child"])
             codes.append(4 * (first_joint + j) + 2)
+        first_contact = first_joint + self.joint_count
+        for fi, feat in enumerate(self.features):
+            for t in range(self.target_count):
+                slot = fi * self.target_count + t
+                target_body = -1 if t < self.shape_count else S[t - self.shape_count]["body"]
+                if target_body == feat[0]:
+                    continue
+                bodies.append(feat[0])
+                codes.append(4 * (first_contact + slot))
+                if target_body >= 0:
+                    bodies.append(target_body)
+                    codes.append(4 * (first_contact + slot) + 1)
         start, order = self._csr(np.asarray(bodies, dtype=np.int64), np.asarray(codes, dtype=np.int64), self.body_count)
         bd.body_incidence_start = arr(start, int)
         bd.body_incidence = arr(np.asarray(codes, dtype=np.int64)[order], int)
@@ -250,5 +288,5 @@ class Model:
         return (
             f"Model(worlds={self.worlds}, particles={self.particle_count}, distances={self.distance_count}, "
             f"tets={self.tet_count}, shapes={self.shape_count}, bodies={self.body_count}, joints={self.joint_count}, "
-            f"attachments={self.attachment_count}, rows/world={self.row_count}, device={self.device})"
+            f"attachments={self.attachment_count}, body shapes={self.body_shape_count}, rows/world={self.row_count}, device={self.device})"
         )

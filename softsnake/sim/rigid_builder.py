@@ -57,6 +57,7 @@ class RigidBuilderMixin:
         self.body_inertia: list[np.ndarray] = []
         self.attachments: list[tuple[int, int, np.ndarray, float]] = []
         self.joints: list[dict] = []
+        self.body_shapes: list[dict] = []
 
     @property
     def body_count(self) -> int:
@@ -66,12 +67,19 @@ class RigidBuilderMixin:
         """Rigid body at ``pos`` [m] with orientation ``rot`` (unit quaternion x, y, z, w).
 
         mass [kg] (0 → kinematic: moves only with its given velocity); inertia [kg m²] about the centre of mass in the
-        body frame: three principal moments or a symmetric positive-definite 3×3 matrix. vel [m/s], ang_vel [rad/s]
-        (world frame). Mass properties from shapes arrive with rigid contact; here both must be given."""
+        body frame: three principal moments or a symmetric positive-definite 3×3 matrix. With mass = inertia = None both
+        come from the body's shapes (their densities), about the body origin, which is taken as the centre of mass.
+        vel [m/s], ang_vel [rad/s] (world frame)."""
         p = check.finite_vector("pos", pos)
         q = check.unit_quaternion("rot", rot)
-        if mass is None or inertia is None:
-            raise ValueError("add_body needs mass and inertia (mass properties from body shapes are not available yet)")
+        if (mass is None) != (inertia is None):
+            raise ValueError("give both mass and inertia, or neither (then they come from the body's shapes)")
+        if mass is None:
+            self.body_q.append(np.concatenate([p, q]))
+            self.body_qd.append(np.concatenate([check.finite_vector("vel", vel), check.finite_vector("ang_vel", ang_vel)]))
+            self.body_mass.append(None)
+            self.body_inertia.append(None)
+            return self.body_count - 1
         m = check.non_negative(f"mass of body {self.body_count}", mass)
         inertia = np.asarray(inertia, dtype=np.float64)
         if inertia.shape == (3,):
@@ -99,6 +107,29 @@ class RigidBuilderMixin:
             return np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0])
         q = self.body_q[body]
         return q[:3], q[3:]
+
+    def _add_body_shape(self, kind, body, pos, rot, params, mu, density) -> int:
+        self.body_shapes.append(dict(type=int(kind), body=body, pos=pos, rot=rot, params=np.asarray(params, dtype=np.float64), mu=mu, density=density))
+        return len(self.body_shapes) - 1
+
+    def resolved_body_mass_properties(self) -> tuple[list[float], list[np.ndarray]]:
+        """Masses and inertias, filling bodies built without them from their shapes (parallel-axis theorem)."""
+        masses, inertias = list(self.body_mass), list(self.body_inertia)
+        for i in range(self.body_count):
+            if masses[i] is not None:
+                continue
+            shapes = [s for s in self.body_shapes if s["body"] == i]
+            if not shapes:
+                raise ValueError(f"body {i} has neither mass/inertia nor shapes to compute them from")
+            m, I = 0.0, np.zeros((3, 3))
+            for s in shapes:
+                ms, Is = shape_mass_properties(s["type"], s["params"], s["density"])
+                R = quat_to_matrix(s["rot"])
+                d = s["pos"]
+                m += ms
+                I += R @ Is @ R.T + ms * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
+            masses[i], inertias[i] = m, I
+        return masses, inertias
 
     def add_attachment(self, particle: int, body: int, compliance: float = 0.0) -> int:
         """Attach ``particle`` to ``body`` at its current relative position (paper Eq. 6); compliance [m/N]."""
@@ -174,3 +205,51 @@ class RigidBuilderMixin:
         if anchor is None:
             anchor = self.body_q[ch][:3]
         return self._add_joint(JOINT_FIXED, parent, child, anchor, (0.0, 0.0, 1.0), target_velocity=None, stiffness=0.0, damping=0.0, rest=0.0, compliance=compliance)
+
+
+def shape_mass_properties(kind: int, params: np.ndarray, density: float) -> tuple[float, np.ndarray]:
+    """Mass [kg] and inertia about the shape's centre in its own frame [kg m²] (solid shapes, axis = local z)."""
+    if kind == 1:  # box
+        hx, hy, hz = params
+        m = density * 8 * hx * hy * hz
+        return m, m / 3 * np.diag([hy * hy + hz * hz, hx * hx + hz * hz, hx * hx + hy * hy])
+    if kind == 3:  # sphere
+        r = params[0]
+        m = density * 4 / 3 * np.pi * r**3
+        return m, np.eye(3) * 0.4 * m * r * r
+    r, hh = params[0], params[1]
+    mc = density * np.pi * r * r * 2 * hh
+    Ic = np.diag([mc * (3 * r * r + 4 * hh * hh) / 12, mc * (3 * r * r + 4 * hh * hh) / 12, mc * r * r / 2])
+    if kind == 2:  # cylinder
+        return mc, Ic
+    # capsule: cylinder + two hemispheres (parallel axis to their centroids, 3r/8 from the flat faces)
+    ms = density * 4 / 3 * np.pi * r**3
+    d = hh + 3 * r / 8
+    Is_axis = 0.4 * ms * r * r
+    Is_perp = 0.4 * ms * r * r - ms * (3 * r / 8) ** 2 + ms * d * d
+    return mc + ms, Ic + np.diag([Is_perp, Is_perp, Is_axis])
+
+
+def body_shape_features(shape: dict) -> list[tuple[np.ndarray, np.ndarray, float, int]]:
+    """Contact features of a body shape in the body frame: (point, axis, radius, kind); kind 0 = point with radius,
+    kind 1 = cylinder cap whose deepest rim point is found per contact (point = cap centre, axis = cylinder axis)."""
+    R = quat_to_matrix(shape["rot"])
+    c = shape["pos"]
+    kind, p = shape["type"], shape["params"]
+    z = R[:, 2]
+    if kind == 3:
+        return [(c, z, p[0], 0)]
+    if kind == 4:
+        return [(c + s * p[1] * z, z, p[0], 0) for s in (-1, 1)]
+    if kind == 1:
+        # corners rounded by 5% of the smallest half extent: an inset point with that radius keeps the box surface but
+        # gives aligned stacked boxes a well-defined face normal where corners meet (point-vs-box is ambiguous there)
+        rho = 0.05 * float(np.min(p))
+        corners = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
+        return [(c + R @ (s * (p - rho)), z, rho, 0) for s in corners]
+    # cylinder: two cap supports (exact rolling) + 8 rim samples per cap (stable standing on a cap)
+    feats = [(c + s * p[1] * z, z, p[0], 1) for s in (-1, 1)]
+    for s in (-1, 1):
+        for a in np.linspace(0, 2 * np.pi, 8, endpoint=False):
+            feats.append((c + R @ np.array([p[0] * np.cos(a), p[0] * np.sin(a), s * p[1]]), z, 0.0, 0))
+    return feats

@@ -23,6 +23,7 @@ from softsnake.kernels import friction as kfriction
 from softsnake.kernels import integrate as kint
 from softsnake.kernels import pcr as kpcr
 from softsnake.kernels import rigid as krigid
+from softsnake.kernels import rigid_contact as kbc
 from softsnake.kernels import schur as kschur
 from softsnake.kernels.data import BodyJacobian, ContactSettings, Jacobian
 
@@ -201,7 +202,12 @@ class Solver:
         bj = BodyJacobian()
         bj.attachment_arm = wp.zeros(W * m.attachment_count, dtype=wp.vec3, device=dev)
         bj.joint_lin, bj.joint_ang_parent, bj.joint_ang_child = (wp.zeros(W * m.joint_count * 6, dtype=wp.vec3, device=dev) for _ in range(3))
+        nbc = W * m.body_contact_count
+        bj.contact_frame = wp.zeros(nbc, dtype=wp.mat33, device=dev)
+        bj.contact_arm_a, bj.contact_arm_b = (wp.zeros(nbc, dtype=wp.vec3, device=dev) for _ in range(2))
+        bj.contact_mu = wp.zeros(nbc, dtype=wp.vec2, device=dev)
         self.bjac = bj
+        self.body_contact_lam_n_prev = wp.zeros(nbc, dtype=float, device=dev)
         self._dummy_f = wp.zeros(np_, dtype=wp.vec3, device=dev)
         self._zero_wrench = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)
         self._unit_scale = wp.ones(W * m.distance_count, dtype=float, device=dev)
@@ -251,6 +257,14 @@ class Solver:
         m = self.model
         self._scatter(x)
         wp.launch(kschur.gather_rows, dim=m.worlds * m.element_count, inputs=[m.data, self.jac, self.dt, self.impulse, x], outputs=[y], device=m.device)
+        if m.body_contact_count > 0:
+            wp.launch(
+                kbc.gather_body_contacts,
+                dim=m.worlds * m.body_contact_count,
+                inputs=[m.data, m.body_data, self.bjac, self.dt, self.body_x_start, self.body_v, self.body_impulse, self.jac.row_compliance, x],
+                outputs=[y],
+                device=m.device,
+            )
         if m.attachment_count + m.joint_count > 0:
             wp.launch(
                 krigid.gather_body_rows,
@@ -270,6 +284,14 @@ class Solver:
 
     def _assemble(self, newton_iteration: int, scale: wp.array, residual: wp.array) -> None:
         m = self.model
+        if m.body_contact_count > 0:
+            wp.launch(
+                kbc.assemble_body_contacts,
+                dim=m.worlds * m.body_contact_count,
+                inputs=[m.data, m.body_data, self.contact_settings, self.dt, newton_iteration, self.body_x_start, self.body_v, self.lam, self.body_contact_lam_n_prev],
+                outputs=[self.bjac, self.jac.row_compliance, self.rhs, self.diag, residual],
+                device=m.device,
+            )
         if m.attachment_count + m.joint_count > 0:
             wp.launch(
                 krigid.assemble_body_rows,
@@ -317,7 +339,7 @@ class Solver:
         if m.row_count == 0:
             self._finalize(state)
             return
-        wp.launch(kint.start_multipliers, dim=nrows, inputs=[m.row_count, m.contact_row_start, m.contact_row_end, cfg.warm_start, cfg.contact_warm_start, self.lam], device=dev)
+        wp.launch(kint.start_multipliers, dim=nrows, inputs=[m.row_count, m.contact_row_start, m.contact_row_end, m.body_contact_row_start, cfg.warm_start, cfg.contact_warm_start, self.lam], device=dev)
         if cfg.warm_start > 0.0 or cfg.contact_warm_start > 0.0:
             self._assemble(0, scale, self._scratch_res)
             self._apply(self.lam)
@@ -350,6 +372,16 @@ class Solver:
                 wp.launch(kpcr.zero_converged, dim=nrows, inputs=[m.row_count, cfg.newton_tolerance**2, self._res[it], self.dlam], device=dev)
             wp.launch(kpcr.add_to, dim=nrows, inputs=[self.dlam, self.lam], device=dev)
             self._apply(self.dlam)
+            if m.body_contact_count > 0:
+                self.dlam.zero_()
+                wp.launch(
+                    kbc.project_body_friction,
+                    dim=W * m.body_contact_count,
+                    inputs=[m.data, m.body_data, self.bjac, it, W, self.lam, self.body_contact_lam_n_prev],
+                    outputs=[self.dlam, self.active],
+                    device=dev,
+                )
+                self._apply(self.dlam)
             if m.contact_count > 0:
                 wp.launch(
                     kfriction.project_friction,
@@ -414,3 +446,10 @@ class Solver:
         start = m.contact_row_end + 3 * m.attachment_count
         lam = self.lam.numpy().reshape(m.worlds, m.row_count)[:, start : start + 6 * m.joint_count]
         return lam.reshape(m.worlds, m.joint_count, 6).copy()
+
+    def body_contact_impulses(self) -> tuple[np.ndarray, np.ndarray]:
+        """Normal (worlds, features, targets) and friction (…, 2) impulses [N·s] of the body-contact slots."""
+        m = self.model
+        lam = self.lam.numpy().reshape(m.worlds, m.row_count)[:, m.body_contact_row_start :]
+        lam = lam.reshape(m.worlds, m.feature_count, m.target_count, 3)
+        return lam[..., 2].copy(), lam[..., :2].copy()

@@ -1,0 +1,247 @@
+"""Contact of rigid-body shapes with static shapes and with the shapes of other bodies (FB normal row + fixed-point
+friction, as for particles: kernels/contact.py, kernels/friction.py).
+
+Each body shape contributes contact features (body frame): points with a radius (sphere centre, capsule ends, box
+corners, cylinder rim samples) and cylinder caps, whose deepest rim point towards the target is found per contact (exact
+for a wheel on a plane). A slot pairs a feature with a target (static shape t < n_static, else body shape t − n_static);
+its rows (t1, t2, n) follow the joint rows: [... | attachment | joint | body contact (3 each)].
+Friction: on a cylinder the first tangent follows its axis and μ = (μ along the axis, μ across) is the cylinder's own
+pair; otherwise the target's frame is used. The pair's coefficient is the geometric mean with the other shape's mean μ.
+"""
+
+import warp as wp
+
+from .contact import fischer_burmeister_row, shape_signed_distance
+from .data import BodyData, BodyJacobian, ContactSettings, ModelData
+from .friction import cone_scale, friction_slip_measure, friction_weight
+from .rigid import body_pose, body_vel, joint_row0, ang, lin, row_effective_mass
+from .types import SHAPE_CYLINDER
+
+
+@wp.func
+def body_contact_row0(m: ModelData, b: BodyData, w: int, k: int) -> int:
+    return joint_row0(m, b, w, b.joint_count) + 3 * k
+
+
+@wp.func
+def frame_from_reference(n: wp.vec3, ref: wp.vec3) -> wp.mat33:
+    t1 = ref - n * wp.dot(ref, n)
+    if wp.length(t1) < 1.0e-3:
+        t1 = wp.vec3(1.0, 0.0, 0.0) - n * n[0]
+        if wp.length(t1) < 1.0e-3:
+            t1 = wp.vec3(0.0, 1.0, 0.0) - n * n[1]
+    t1 = wp.normalize(t1)
+    t2 = wp.cross(n, t1)
+    return wp.mat33(t1[0], t1[1], t1[2], t2[0], t2[1], t2[2], n[0], n[1], n[2])
+
+
+@wp.kernel
+def assemble_body_contacts(
+    m: ModelData,
+    b: BodyData,
+    contact: ContactSettings,
+    h: float,
+    newton_iteration: int,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    lam: wp.array(dtype=float),
+    lam_n_prev: wp.array(dtype=float),
+    # Out:
+    bjac: BodyJacobian,
+    row_compliance: wp.array(dtype=float),
+    rhs: wp.array(dtype=float),
+    diag: wp.array(dtype=float),
+    residual_sq: wp.array(dtype=float),
+):
+    tid = wp.tid()
+    w = tid // b.body_contact_count
+    k = tid - w * b.body_contact_count
+    f = k // b.target_count
+    t = k - f * b.target_count
+    ia = b.feature_body[f]
+    ib = int(-1)
+    tpos = wp.vec3()
+    trot = wp.quat_identity()
+    ttype = int(0)
+    tparams = wp.vec3()
+    tmu = wp.vec2()
+    if t < m.shape_count:
+        tpos = m.shape_pos[t]
+        trot = m.shape_rot[t]
+        ttype = m.shape_type[t]
+        tparams = m.shape_params[t]
+        tmu = m.shape_mu[t]
+    else:
+        s = t - m.shape_count
+        ib = b.body_shape_body[s]
+        pose_b = body_pose(b, ib, w, bx_start, bv, h)
+        tpos = wp.transform_point(pose_b, b.body_shape_pos[s])
+        trot = wp.transform_get_rotation(pose_b) * b.body_shape_rot[s]
+        ttype = b.body_shape_type[s]
+        tparams = b.body_shape_params[s]
+        tmu = b.body_shape_mu[s]
+    row0 = body_contact_row0(m, b, w, k)
+    lam_n = lam[row0 + 2]
+    pose_a = body_pose(b, ia, w, bx_start, bv, h)
+    point = wp.transform_point(pose_a, b.feature_point[f])
+    axis = wp.quat_rotate(wp.transform_get_rotation(pose_a), b.feature_axis[f])
+    radius = b.feature_radius[f]
+    if b.feature_kind[f] == 1:
+        # cylinder cap: deepest rim point towards the target
+        n0 = shape_signed_distance(ttype, tpos, trot, tparams, point)
+        d = -wp.vec3(n0[1], n0[2], n0[3])
+        d = d - axis * wp.dot(d, axis)
+        if wp.length(d) > 1.0e-6:
+            point = point + wp.normalize(d) * radius
+        radius = 0.0
+    sd = shape_signed_distance(ttype, tpos, trot, tparams, point)
+    gap = sd[0] - radius
+    n = wp.vec3(sd[1], sd[2], sd[3])
+    kk = w * b.body_contact_count + k
+    res = float(0.0)
+    if ib == ia or b.body_inv_mass[ia] <= 0.0 or (gap > contact.margin and lam_n <= 0.0):
+        bjac.contact_frame[kk] = wp.mat33()
+        for r in range(3):
+            rhs[row0 + r] = 0.0
+            diag[row0 + r] = 1.0
+            row_compliance[row0 + r] = 1.0
+    else:
+        p = point - n * radius
+        arm_a = p - wp.transform_get_translation(pose_a)
+        arm_b = wp.vec3()
+        pose_b = wp.transform_identity()
+        if ib >= 0:
+            pose_b = body_pose(b, ib, w, bx_start, bv, h)
+            arm_b = p - wp.transform_get_translation(pose_b)
+        # friction frame and coefficients
+        fs = b.feature_shape[f]
+        fmu = b.body_shape_mu[fs]
+        frame = wp.mat33()
+        mu = wp.vec2()
+        if b.body_shape_type[fs] == SHAPE_CYLINDER:
+            frame = frame_from_reference(n, axis)
+            tm = 0.5 * (tmu[0] + tmu[1])
+            mu = wp.vec2(wp.sqrt(fmu[0] * tm), wp.sqrt(fmu[1] * tm))
+        else:
+            frame = frame_from_reference(n, wp.quat_rotate(trot, wp.vec3(1.0, 0.0, 0.0)))
+            fm = 0.5 * (fmu[0] + fmu[1])
+            mu = wp.vec2(wp.sqrt(tmu[0] * fm), wp.sqrt(tmu[1] * fm))
+        bjac.contact_frame[kk] = frame
+        bjac.contact_arm_a[kk] = arm_a
+        bjac.contact_arm_b[kk] = arm_b
+        bjac.contact_mu[kk] = mu
+        va = body_vel(b, ia, w, bv)
+        vb = body_vel(b, ib, w, bv)
+        u = lin(va) + wp.cross(ang(va), arm_a) - lin(vb) - wp.cross(ang(vb), arm_b)
+        r_n = row_effective_mass(b, ia, pose_a, n, wp.cross(arm_a, n)) + row_effective_mass(b, ib, pose_b, -n, -wp.cross(arm_b, n))
+        fb = fischer_burmeister_row(gap / h, lam_n, r_n, contact.da_min, contact.smoothing)
+        row_compliance[row0 + 2] = fb[0]
+        rhs[row0 + 2] = fb[1]
+        diag[row0 + 2] = r_n + fb[0]
+        res = fb[2] * fb[2]
+        cone = wp.max(lam_n, 0.0)
+        if newton_iteration == 0:
+            cone = wp.max(cone, lam_n_prev[kk])
+        t1 = wp.vec3(frame[0, 0], frame[0, 1], frame[0, 2])
+        t2 = wp.vec3(frame[1, 0], frame[1, 1], frame[1, 2])
+        u1 = wp.dot(t1, u)
+        u2 = wp.dot(t2, u)
+        r1 = row_effective_mass(b, ia, pose_a, t1, wp.cross(arm_a, t1)) + row_effective_mass(b, ib, pose_b, -t1, -wp.cross(arm_b, t1))
+        r2 = row_effective_mass(b, ia, pose_a, t2, wp.cross(arm_a, t2)) + row_effective_mass(b, ib, pose_b, -t2, -wp.cross(arm_b, t2))
+        q = friction_slip_measure(u1, u2, lam[row0], lam[row0 + 1], mu[0], mu[1], cone, r_n, contact.stick_velocity)
+        w1 = friction_weight(q, mu[0], cone, contact.free_weight * r1)
+        w2 = friction_weight(q, mu[1], cone, contact.free_weight * r2)
+        row_compliance[row0] = w1
+        row_compliance[row0 + 1] = w2
+        rhs[row0] = -(u1 + w1 * lam[row0])
+        rhs[row0 + 1] = -(u2 + w2 * lam[row0 + 1])
+        diag[row0] = r1 + w1
+        diag[row0 + 1] = r2 + w2
+    if res > 0.0:
+        wp.atomic_add(residual_sq, w, res)
+
+
+@wp.kernel
+def gather_body_contacts(
+    m: ModelData,
+    b: BodyData,
+    bjac: BodyJacobian,
+    h: float,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    row_compliance: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+    # Out:
+    y: wp.array(dtype=float),
+):
+    tid = wp.tid()
+    w = tid // b.body_contact_count
+    k = tid - w * b.body_contact_count
+    f = k // b.target_count
+    t = k - f * b.target_count
+    ia = b.feature_body[f]
+    ib = int(-1)
+    if t >= m.shape_count:
+        ib = b.body_shape_body[t - m.shape_count]
+    row0 = body_contact_row0(m, b, w, k)
+    F = bjac.contact_frame[tid]
+    rel = wp.vec3()
+    if wp.length_sq(wp.vec3(F[2, 0], F[2, 1], F[2, 2])) > 0.0:
+        dva = body_velocity(b, ia, w, bx_start, bv, h, body_impulse)
+        rel = lin(dva) + wp.cross(ang(dva), bjac.contact_arm_a[tid])
+        if ib >= 0:
+            dvb = body_velocity(b, ib, w, bx_start, bv, h, body_impulse)
+            rel = rel - lin(dvb) - wp.cross(ang(dvb), bjac.contact_arm_b[tid])
+    d = F * rel
+    for r in range(3):
+        y[row0 + r] = d[r] + row_compliance[row0 + r] * x[row0 + r]
+
+
+@wp.func
+def body_velocity(b: BodyData, body: int, w: int, bx_start: wp.array(dtype=wp.transform), bv: wp.array(dtype=wp.spatial_vector), h: float, body_impulse: wp.array(dtype=wp.spatial_vector)) -> wp.spatial_vector:
+    """M⁻¹ · impulse of a body at its current pose."""
+    from_pose = body_pose(b, body, w, bx_start, bv, h)
+    Iinv = wp.quat_to_matrix(wp.transform_get_rotation(from_pose)) * b.body_inv_inertia[body] * wp.transpose(wp.quat_to_matrix(wp.transform_get_rotation(from_pose)))
+    imp = body_impulse[w * b.body_count + body]
+    return wp.spatial_vector(lin(imp) * b.body_inv_mass[body], Iinv * ang(imp))
+
+
+@wp.kernel
+def project_body_friction(
+    m: ModelData,
+    b: BodyData,
+    bjac: BodyJacobian,
+    newton_iteration: int,
+    worlds: int,
+    lam: wp.array(dtype=float),
+    lam_n_prev: wp.array(dtype=float),
+    # Out:
+    delta: wp.array(dtype=float),  # zeroed by the caller; receives the friction impulse changes to apply
+    active_contacts: wp.array(dtype=int),
+):
+    """Cone projection of body-contact friction; the caller applies ``delta`` through the usual Jᵀ/M⁻¹ path."""
+    tid = wp.tid()
+    w = tid // b.body_contact_count
+    k = tid - w * b.body_contact_count
+    row0 = body_contact_row0(m, b, w, k)
+    F = bjac.contact_frame[tid]
+    if wp.length_sq(wp.vec3(F[2, 0], F[2, 1], F[2, 2])) == 0.0:
+        lam_n_prev[tid] = 0.0
+        return
+    mu = bjac.contact_mu[tid]
+    lam_n = lam[row0 + 2]
+    l1 = lam[row0]
+    l2 = lam[row0 + 1]
+    if mu[0] <= 0.0:
+        l1 = 0.0
+    if mu[1] <= 0.0:
+        l2 = 0.0
+    s = cone_scale(l1, l2, mu[0], mu[1], lam_n)
+    delta[row0] = l1 * s - lam[row0]
+    delta[row0 + 1] = l2 * s - lam[row0 + 1]
+    lam[row0] = l1 * s
+    lam[row0 + 1] = l2 * s
+    lam_n_prev[tid] = wp.max(lam_n, 0.0)
+    if lam_n > 0.0:
+        wp.atomic_add(active_contacts, newton_iteration * worlds + w, 1)

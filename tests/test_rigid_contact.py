@@ -1,0 +1,104 @@
+"""Issue 3 (part 2): contact of rigid-body shapes with the ground, static shapes and other bodies."""
+
+import numpy as np
+import pytest
+from helpers import TEST_DEVICE, tilted_gravity
+
+import softsnake as ss
+
+S = np.sqrt(0.5)
+
+
+def test_mass_properties_from_shapes():
+    b = ss.ModelBuilder()
+    body = b.add_body((0.0, 0.0, 0.0))
+    b.add_shape_box(body, (0.1, 0.2, 0.3), density=500.0)
+    b.add_shape_sphere(body, 0.05, pos=(0.0, 0.0, 0.4), density=1000.0)
+    masses, inertias = b.resolved_body_mass_properties()
+    mb = 500.0 * 8 * 0.1 * 0.2 * 0.3
+    ms = 1000.0 * 4 / 3 * np.pi * 0.05**3
+    assert masses[0] == pytest.approx(mb + ms)
+    Izz = mb / 3 * (0.1**2 + 0.2**2) + 0.4 * ms * 0.05**2
+    Ixx = mb / 3 * (0.2**2 + 0.3**2) + 0.4 * ms * 0.05**2 + ms * 0.4**2  # parallel-axis theorem
+    assert np.diag(inertias[0]) == pytest.approx([Ixx, mb / 3 * (0.1**2 + 0.3**2) + 0.4 * ms * 0.05**2 + ms * 0.4**2, Izz])
+
+
+def rolling_wheel(gravity, mu_wheel, seconds=1.0, dt=1.0 / 240.0, hh=0.02):
+    b = ss.ModelBuilder(gravity=gravity)
+    r = 0.05
+    wheel = b.add_body((0.0, 0.0, r), rot=(S, 0.0, 0.0, S))  # cylinder axis (local z) along world −y
+    b.add_shape_cylinder(wheel, r, hh, mu=mu_wheel, density=500.0)
+    b.add_ground_plane(mu=1.0)
+    model = b.finalize(device=TEST_DEVICE)
+    state = model.state()
+    solver = ss.Solver(model, dt=dt, newton_iterations=4, linear_iterations=20)
+    n = int(round(seconds / dt))
+    xs = np.empty((n, 7))
+    for k in range(n):
+        solver.step(state)
+        xs[k] = state.body_q.numpy()[0]
+    return xs, (np.arange(n) + 1) * dt
+
+
+def test_cylinder_rolls_down_incline_without_slipping():
+    theta = 0.3
+    xs, t = rolling_wheel(tilted_gravity(theta, "x"), 1.0)
+    late = t > 0.25
+    accel = 2 * np.polyfit(t[late], xs[late, 0], 2)[0]
+    assert accel == pytest.approx(9.81 * np.sin(theta) / (1 + 0.5), rel=0.05)  # solid cylinder: I/(m r²) = 1/2
+    assert np.abs(xs[:, 2] - 0.05).max() < 1e-3  # stays on the ground
+
+
+# tan θ = 0.31: above the pair's μ = √0.05 = 0.22 in the weak direction, below 1 in the strong one; the wheel is wide
+# (half width 0.06 m for radius 0.05 m) so that it cannot tip over (that needs tan θ > 1.2)
+SIDE_SLOPE = 0.3
+
+
+@pytest.mark.xfail(strict=True, reason="open: a cylinder held by friction along its axis creeps at 7-10 mm/s "
+                   "(boxes on the same slope stick to 0.03 mm); measured 6.9 mm over 1 s for mu = (1.0, 0.05)")
+def test_anisotropic_wheel_holds_on_a_sideways_incline():
+    xs, _ = rolling_wheel(tilted_gravity(SIDE_SLOPE, "y"), (1.0, 0.05), hh=0.06)
+    assert np.abs(xs[-1, 1] - xs[0, 1]) < 1e-3  # no sideways slide along the wheel axis
+
+
+def test_anisotropic_wheel_slides_when_axial_friction_is_low():
+    held, _ = rolling_wheel(tilted_gravity(SIDE_SLOPE, "y"), (1.0, 0.05), hh=0.06)
+    free, _ = rolling_wheel(tilted_gravity(SIDE_SLOPE, "y"), (0.05, 1.0), hh=0.06)
+    assert np.abs(held[-1, 2] - 0.05) < 1e-3  # still standing on its rim
+    assert np.abs(free[-1, 1]) > 0.1  # low friction along the axis: it slides down the slope
+    assert np.abs(held[-1, 1]) < 0.05 * np.abs(free[-1, 1])  # high friction along the axis: (almost) held
+
+
+def box_scene(dt, seconds, *, on_static=False, stack=1, offset=0.0):
+    b = ss.ModelBuilder()
+    h = 0.05
+    base = 0.1 if on_static else 0.0
+    if on_static:
+        b.add_shape_box(-1, (0.2, 0.2, 0.05), pos=(0.0, 0.0, 0.05), mu=0.6)
+    for k in range(stack):
+        body = b.add_body((offset * k, 0.0, base + h + 2 * h * k + 0.001 * k))
+        b.add_shape_box(body, (h, h, h), mu=0.6, density=500.0)
+    b.add_ground_plane(mu=0.6)
+    model = b.finalize(device=TEST_DEVICE)
+    state = model.state()
+    solver = ss.Solver(model, dt=dt, newton_iterations=4, linear_iterations=30)
+    lowest = np.full(stack, np.inf)
+    for _ in range(int(round(seconds / dt))):
+        solver.step(state)
+        lowest = np.minimum(lowest, state.body_q.numpy()[:, 2] - (base + h + 2 * h * np.arange(stack)))
+    return state.body_q.numpy(), lowest
+
+
+@pytest.mark.parametrize("on_static", [False, True])
+def test_box_rests_without_sinking(on_static):
+    q, lowest = box_scene(1.0 / 120.0, 10.0, on_static=on_static)
+    assert lowest[0] > -0.01 * 0.1  # penetration below 1% of the box size over 10 s
+    assert abs(q[0, 2] - ((0.1 if on_static else 0.0) + 0.05)) < 1e-3
+    assert np.abs(q[0, :2]).max() < 1e-3
+
+
+def test_stacked_boxes_stay_stacked():
+    q, lowest = box_scene(1.0 / 240.0, 2.0, stack=3, offset=0.003)
+    assert np.all(lowest > -1e-3)
+    assert q[:, 2] == pytest.approx([0.05, 0.15, 0.25], abs=1e-3)
+    assert np.abs(np.diff(q[:, 0])).max() < 0.025  # each box still rests on the one below (half extent 0.05)
