@@ -14,6 +14,10 @@ class ModelData:
     contact_count: int  # particle_count · shape_count slots per world
     row_count: int  # rows per world
     element_count: int  # particle-family elements per world (distance, tet, contact)
+    attachment_count: int
+    particle_body_element_start: int  # first particle–body-shape contact element (after attachments, joints, body contacts)
+    particle_body_row_start: int  # its first row in a world
+    particle_body_count: int  # particle–body-shape slots per world (particles · body shapes)
 
     particle_inv_mass: wp.array(dtype=float)
     particle_radius: wp.array(dtype=float)
@@ -48,7 +52,10 @@ class Jacobian:
     distance_dir: wp.array(dtype=wp.vec3)
     tet_rotation: wp.array(dtype=wp.mat33)
     contact_frame: wp.array(dtype=wp.mat33)  # rows t1, t2, n; zero for far contacts
-    row_compliance: wp.array(dtype=float)  # scalar-row compliance (distance and contact rows)
+    row_compliance: wp.array(dtype=float)  # scalar-row compliance (all scalar rows)
+    pb_frame: wp.array(dtype=wp.mat33)  # particle–body-shape contacts: rows t1, t2, n (zero: off)
+    pb_arm: wp.array(dtype=wp.vec3)  # contact point − centre of the shape's body
+    pb_mu: wp.array(dtype=wp.vec2)
 
 
 @wp.struct

@@ -13,7 +13,7 @@ fixed: 3 anchor rows, 3 rotation-lock rows. The drive row is free (switched off)
 
 import warp as wp
 
-from .data import BodyData, BodyJacobian, ModelData
+from .data import BodyData, BodyJacobian, Jacobian, ModelData
 
 JOINT_REVOLUTE = wp.constant(0)
 JOINT_PRISMATIC = wp.constant(1)
@@ -374,6 +374,7 @@ def scatter_body_impulses(
     m: ModelData,
     b: BodyData,
     bjac: BodyJacobian,
+    jac: Jacobian,
     x: wp.array(dtype=float),
     # Out:
     impulse: wp.array(dtype=wp.spatial_vector),
@@ -396,6 +397,14 @@ def scatter_body_impulses(
             xk = wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
             f += xk
             t += wp.cross(bjac.attachment_arm[w * b.attachment_count + k], xk)
+        elif e >= m.particle_body_element_start:
+            # a particle against one of this body's shapes: the body takes −Fᵀx at the contact arm
+            s = e - m.particle_body_element_start
+            row0 = w * m.row_count + m.particle_body_row_start + 3 * s
+            kk = w * m.particle_body_count + s
+            imp = wp.transpose(jac.pb_frame[kk]) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
+            f -= imp
+            t -= wp.cross(jac.pb_arm[kk], imp)
         elif e >= first_joint + b.joint_count:
             # body contact slot (kernels/rigid_contact.py): role 0 = the feature's body, 1 = the target's body
             s = e - first_joint - b.joint_count

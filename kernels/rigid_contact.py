@@ -12,7 +12,7 @@ pair; otherwise the target's frame is used. The pair's coefficient is the geomet
 import warp as wp
 
 from .contact import fischer_burmeister_row, shape_signed_distance
-from .data import BodyData, BodyJacobian, ContactSettings, ModelData
+from .data import BodyData, BodyJacobian, ContactSettings, Jacobian, ModelData
 from .friction import cone_scale, friction_slip_measure, friction_weight
 from .rigid import body_pose, body_vel, joint_row0, ang, lin, row_effective_mass
 from .types import SHAPE_CYLINDER
@@ -242,6 +242,166 @@ def project_body_friction(
     delta[row0 + 1] = l2 * s - lam[row0 + 1]
     lam[row0] = l1 * s
     lam[row0 + 1] = l2 * s
+    lam_n_prev[tid] = wp.max(lam_n, 0.0)
+    if lam_n > 0.0:
+        wp.atomic_add(active_contacts, newton_iteration * worlds + w, 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Particles against body shapes: slot k = particle · n_body_shapes + shape, rows (t1, t2, n) after the body contacts.
+
+
+@wp.func
+def particle_body_row0(m: ModelData, w: int, k: int) -> int:
+    return w * m.row_count + m.particle_body_row_start + 3 * k
+
+
+@wp.kernel
+def assemble_particle_body_contacts(
+    m: ModelData,
+    b: BodyData,
+    contact: ContactSettings,
+    h: float,
+    newton_iteration: int,
+    x_start: wp.array(dtype=wp.vec3),
+    v: wp.array(dtype=wp.vec3),
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    lam: wp.array(dtype=float),
+    lam_n_prev: wp.array(dtype=float),
+    # Out:
+    jac: Jacobian,
+    rhs: wp.array(dtype=float),
+    diag: wp.array(dtype=float),
+    residual_sq: wp.array(dtype=float),
+):
+    tid = wp.tid()
+    w = tid // m.particle_body_count
+    k = tid - w * m.particle_body_count
+    nbs = m.particle_body_count // m.particle_count
+    p = k // nbs
+    s = k - p * nbs
+    ib = b.body_shape_body[s]
+    pose_b = body_pose(b, ib, w, bx_start, bv, h)
+    spos = wp.transform_point(pose_b, b.body_shape_pos[s])
+    srot = wp.transform_get_rotation(pose_b) * b.body_shape_rot[s]
+    pk = w * m.particle_count + p
+    vp = v[pk]
+    x = x_start[pk] + vp * h
+    sd = shape_signed_distance(b.body_shape_type[s], spos, srot, b.body_shape_params[s], x)
+    gap = sd[0] - m.particle_radius[p]
+    n = wp.vec3(sd[1], sd[2], sd[3])
+    row0 = particle_body_row0(m, w, k)
+    lam_n = lam[row0 + 2]
+    inv_m = m.particle_inv_mass[p]
+    res = float(0.0)
+    if inv_m <= 0.0 or (gap > contact.margin and lam_n <= 0.0):
+        jac.pb_frame[tid] = wp.mat33()
+        for r in range(3):
+            rhs[row0 + r] = 0.0
+            diag[row0 + r] = 1.0
+            jac.row_compliance[row0 + r] = 1.0
+    else:
+        arm = x - n * (sd[0]) - wp.transform_get_translation(pose_b)  # shape surface point relative to the body
+        frame = frame_from_reference(n, wp.quat_rotate(srot, wp.vec3(1.0, 0.0, 0.0)))
+        mu = b.body_shape_mu[s]
+        jac.pb_frame[tid] = frame
+        jac.pb_arm[tid] = arm
+        jac.pb_mu[tid] = mu
+        vb = body_vel(b, ib, w, bv)
+        u = vp - lin(vb) - wp.cross(ang(vb), arm)
+        r_n = inv_m + row_effective_mass(b, ib, pose_b, -n, -wp.cross(arm, n))
+        fb = fischer_burmeister_row(gap / h, lam_n, r_n, contact.da_min, contact.smoothing)
+        jac.row_compliance[row0 + 2] = fb[0]
+        rhs[row0 + 2] = fb[1]
+        diag[row0 + 2] = r_n + fb[0]
+        res = fb[2] * fb[2]
+        cone = wp.max(lam_n, 0.0)
+        if newton_iteration == 0:
+            cone = wp.max(cone, lam_n_prev[tid])
+        t1 = wp.vec3(frame[0, 0], frame[0, 1], frame[0, 2])
+        t2 = wp.vec3(frame[1, 0], frame[1, 1], frame[1, 2])
+        u1 = wp.dot(t1, u)
+        u2 = wp.dot(t2, u)
+        r1 = inv_m + row_effective_mass(b, ib, pose_b, -t1, -wp.cross(arm, t1))
+        r2 = inv_m + row_effective_mass(b, ib, pose_b, -t2, -wp.cross(arm, t2))
+        q = friction_slip_measure(u1, u2, lam[row0], lam[row0 + 1], mu[0], mu[1], cone, r_n, contact.stick_velocity)
+        w1 = friction_weight(q, mu[0], cone, contact.free_weight * r1)
+        w2 = friction_weight(q, mu[1], cone, contact.free_weight * r2)
+        jac.row_compliance[row0] = w1
+        jac.row_compliance[row0 + 1] = w2
+        rhs[row0] = -(u1 + w1 * lam[row0])
+        rhs[row0 + 1] = -(u2 + w2 * lam[row0 + 1])
+        diag[row0] = r1 + w1
+        diag[row0 + 1] = r2 + w2
+    if res > 0.0:
+        wp.atomic_add(residual_sq, w, res)
+
+
+@wp.kernel
+def gather_particle_body_contacts(
+    m: ModelData,
+    b: BodyData,
+    jac: Jacobian,
+    h: float,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    x: wp.array(dtype=float),
+    # Out:
+    y: wp.array(dtype=float),
+):
+    tid = wp.tid()
+    w = tid // m.particle_body_count
+    k = tid - w * m.particle_body_count
+    nbs = m.particle_body_count // m.particle_count
+    p = k // nbs
+    s = k - p * nbs
+    row0 = particle_body_row0(m, w, k)
+    F = jac.pb_frame[tid]
+    rel = wp.vec3()
+    if wp.length_sq(wp.vec3(F[2, 0], F[2, 1], F[2, 2])) > 0.0:
+        dvb = body_velocity(b, b.body_shape_body[s], w, bx_start, bv, h, body_impulse)
+        rel = particle_impulse[w * m.particle_count + p] * m.particle_inv_mass[p] - lin(dvb) - wp.cross(ang(dvb), jac.pb_arm[tid])
+    d = F * rel
+    for r in range(3):
+        y[row0 + r] = d[r] + jac.row_compliance[row0 + r] * x[row0 + r]
+
+
+@wp.kernel
+def project_particle_body_friction(
+    m: ModelData,
+    jac: Jacobian,
+    newton_iteration: int,
+    worlds: int,
+    lam: wp.array(dtype=float),
+    lam_n_prev: wp.array(dtype=float),
+    # Out:
+    delta: wp.array(dtype=float),
+    active_contacts: wp.array(dtype=int),
+):
+    tid = wp.tid()
+    w = tid // m.particle_body_count
+    k = tid - w * m.particle_body_count
+    row0 = particle_body_row0(m, w, k)
+    F = jac.pb_frame[tid]
+    if wp.length_sq(wp.vec3(F[2, 0], F[2, 1], F[2, 2])) == 0.0:
+        lam_n_prev[tid] = 0.0
+        return
+    mu = jac.pb_mu[tid]
+    lam_n = lam[row0 + 2]
+    l1 = lam[row0]
+    l2 = lam[row0 + 1]
+    if mu[0] <= 0.0:
+        l1 = 0.0
+    if mu[1] <= 0.0:
+        l2 = 0.0
+    sc = cone_scale(l1, l2, mu[0], mu[1], lam_n)
+    delta[row0] = l1 * sc - lam[row0]
+    delta[row0 + 1] = l2 * sc - lam[row0 + 1]
+    lam[row0] = l1 * sc
+    lam[row0 + 1] = l2 * sc
     lam_n_prev[tid] = wp.max(lam_n, 0.0)
     if lam_n > 0.0:
         wp.atomic_add(active_contacts, newton_iteration * worlds + w, 1)

@@ -212,10 +212,16 @@ def scatter_impulses(
             row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * cidx
             F = jac.contact_frame[w * m.contact_count + cidx]
             acc += wp.transpose(F) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
-        else:
+        elif e < m.element_count + m.attachment_count:
             # particle–body attachment k (elements after the particle families): c = p + R r − x
             row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * m.contact_count + 3 * (e - m.element_count)
             acc -= wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
+        else:
+            # particle against a body shape (kernels/rigid_contact.py): the particle takes +Fᵀx
+            k = e - m.particle_body_element_start
+            row0 = rbase + m.particle_body_row_start + 3 * k
+            F = jac.pb_frame[w * m.particle_body_count + k]
+            acc += wp.transpose(F) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
     impulse[tid] = acc
 
 

@@ -102,3 +102,24 @@ def test_stacked_boxes_stay_stacked():
     assert np.all(lowest > -1e-3)
     assert q[:, 2] == pytest.approx([0.05, 0.15, 0.25], abs=1e-3)
     assert np.abs(np.diff(q[:, 0])).max() < 0.025  # each box still rests on the one below (half extent 0.05)
+
+
+def test_particles_and_soft_cube_rest_on_a_dynamic_box():
+    b = ss.ModelBuilder()
+    box = b.add_body((0.0, 0.0, 0.05))
+    b.add_shape_box(box, (0.1, 0.1, 0.05), mu=0.6, density=500.0)
+    p = b.add_particle((0.02, 0.01, 0.12), mass=0.1)
+    size = 0.04
+    mesh = ss.box_tet_mesh((size, size, size), (2, 2, 2), origin=(-0.06, -0.02, 0.13))
+    b.add_soft_mesh(mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=1e5, poisson_ratio=0.3, damping=0.002)
+    b.add_ground_plane(mu=0.6)
+    model = b.finalize(device=TEST_DEVICE)
+    state = model.state()
+    solver = ss.Solver(model, dt=1.0 / 240.0)
+    for _ in range(480):
+        solver.step(state)
+    q = state.particle_q.numpy()
+    assert q[p, 2] == pytest.approx(0.1, abs=1e-3)  # on the box's top face
+    assert q[1:, 2].min() > 0.1 - 0.01 * size  # the soft cube rests on it, penetration < 1% of its size
+    assert state.body_q.numpy()[0, 2] == pytest.approx(0.05, abs=1e-3)  # and the box carries both on the ground
+    assert np.abs(state.particle_qd.numpy()).max() < 0.05

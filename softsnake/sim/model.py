@@ -72,6 +72,7 @@ class Model:
         self.tet_count = b.tet_count
         self.shape_count = b.shape_count
         self.contact_count = n * b.shape_count
+        self.element_count = self.distance_count + self.tet_count + self.contact_count
         self.body_count = b.body_count
         self.attachment_count = len(b.attachments)
         self.joint_count = len(b.joints)
@@ -85,8 +86,10 @@ class Model:
         self.contact_row_start = self.distance_count + 6 * self.tet_count
         self.contact_row_end = self.contact_row_start + 3 * self.contact_count
         self.body_contact_row_start = self.contact_row_end + 3 * self.attachment_count + 6 * self.joint_count
-        self.row_count = self.body_contact_row_start + 3 * self.body_contact_count
-        self.element_count = self.distance_count + self.tet_count + self.contact_count
+        self.particle_body_row_start = self.body_contact_row_start + 3 * self.body_contact_count
+        self.particle_body_count = n * self.body_shape_count
+        self.row_count = self.particle_body_row_start + 3 * self.particle_body_count
+        self.particle_body_element_start = self.element_count + self.attachment_count + self.joint_count + self.body_contact_count
 
         mass = np.asarray(b.particle_mass, dtype=np.float64)
         fixed = np.asarray(b.particle_fixed, dtype=bool)
@@ -114,6 +117,10 @@ class Model:
         d.contact_count = self.contact_count
         d.row_count = self.row_count
         d.element_count = self.element_count
+        d.attachment_count = self.attachment_count
+        d.particle_body_element_start = self.particle_body_element_start
+        d.particle_body_row_start = self.particle_body_row_start
+        d.particle_body_count = self.particle_body_count
         d.particle_inv_mass = arr(inv_mass, float)
         d.particle_radius = arr(b.particle_radius, float)
         start, codes = self._incidence(b, n)
@@ -232,6 +239,9 @@ class Model:
                 if target_body >= 0:
                     bodies.append(target_body)
                     codes.append(4 * (first_contact + slot) + 1)
+        for slot in range(self.particle_body_count):
+            bodies.append(S[slot % self.body_shape_count]["body"])
+            codes.append(4 * (self.particle_body_element_start + slot) + 1)
         start, order = self._csr(np.asarray(bodies, dtype=np.int64), np.asarray(codes, dtype=np.int64), self.body_count)
         bd.body_incidence_start = arr(start, int)
         bd.body_incidence = arr(np.asarray(codes, dtype=np.int64)[order], int)
@@ -262,6 +272,9 @@ class Model:
         codes.append(4 * (self.distance_count + self.tet_count + np.arange(len(cp))))
         particles.append(np.asarray([a[0] for a in b.attachments], dtype=np.int64))  # attachments follow the particle families
         codes.append(4 * (self.element_count + np.arange(len(b.attachments))))
+        pb = np.arange(self.particle_body_count)  # particle p against body shape s: slot p·shapes + s
+        particles.append(pb // max(self.body_shape_count, 1))
+        codes.append(4 * (self.particle_body_element_start + pb))
         particles, codes = np.concatenate(particles), np.concatenate(codes)
         start, order = self._csr(particles, codes, n)
         return start, codes[order]

@@ -161,6 +161,11 @@ class Solver:
         jac.tet_rotation = wp.zeros(W * m.tet_count, dtype=wp.mat33, device=dev)
         jac.contact_frame = wp.zeros(W * m.contact_count, dtype=wp.mat33, device=dev)
         jac.row_compliance = wp.zeros(nrows, dtype=float, device=dev)
+        npb = W * m.particle_body_count
+        jac.pb_frame = wp.zeros(npb, dtype=wp.mat33, device=dev)
+        jac.pb_arm = wp.zeros(npb, dtype=wp.vec3, device=dev)
+        jac.pb_mu = wp.zeros(npb, dtype=wp.vec2, device=dev)
+        self.particle_body_lam_n_prev = wp.zeros(npb, dtype=float, device=dev)
         self.jac = jac
         cs = ContactSettings()
         cs.margin = self.config.contact_margin
@@ -257,6 +262,14 @@ class Solver:
         m = self.model
         self._scatter(x)
         wp.launch(kschur.gather_rows, dim=m.worlds * m.element_count, inputs=[m.data, self.jac, self.dt, self.impulse, x], outputs=[y], device=m.device)
+        if m.particle_body_count > 0:
+            wp.launch(
+                kbc.gather_particle_body_contacts,
+                dim=m.worlds * m.particle_body_count,
+                inputs=[m.data, m.body_data, self.jac, self.dt, self.body_x_start, self.body_v, self.impulse, self.body_impulse, x],
+                outputs=[y],
+                device=m.device,
+            )
         if m.body_contact_count > 0:
             wp.launch(
                 kbc.gather_body_contacts,
@@ -280,10 +293,18 @@ class Solver:
         m = self.model
         wp.launch(kschur.scatter_impulses, dim=m.worlds * m.particle_count, inputs=[m.data, self.jac, x], outputs=[self.impulse], device=m.device)
         if m.body_count > 0:
-            wp.launch(krigid.scatter_body_impulses, dim=m.worlds * m.body_count, inputs=[m.data, m.body_data, self.bjac, x], outputs=[self.body_impulse], device=m.device)
+            wp.launch(krigid.scatter_body_impulses, dim=m.worlds * m.body_count, inputs=[m.data, m.body_data, self.bjac, self.jac, x], outputs=[self.body_impulse], device=m.device)
 
     def _assemble(self, newton_iteration: int, scale: wp.array, residual: wp.array) -> None:
         m = self.model
+        if m.particle_body_count > 0:
+            wp.launch(
+                kbc.assemble_particle_body_contacts,
+                dim=m.worlds * m.particle_body_count,
+                inputs=[m.data, m.body_data, self.contact_settings, self.dt, newton_iteration, self.x_start, self.v, self.body_x_start, self.body_v, self.lam, self.particle_body_lam_n_prev],
+                outputs=[self.jac, self.rhs, self.diag, residual],
+                device=m.device,
+            )
         if m.body_contact_count > 0:
             wp.launch(
                 kbc.assemble_body_contacts,
@@ -372,15 +393,25 @@ class Solver:
                 wp.launch(kpcr.zero_converged, dim=nrows, inputs=[m.row_count, cfg.newton_tolerance**2, self._res[it], self.dlam], device=dev)
             wp.launch(kpcr.add_to, dim=nrows, inputs=[self.dlam, self.lam], device=dev)
             self._apply(self.dlam)
-            if m.body_contact_count > 0:
+            if m.body_contact_count + m.particle_body_count > 0:
+                # friction cone projection of contacts involving bodies; the impulse changes go through Jᵀ, M⁻¹
                 self.dlam.zero_()
-                wp.launch(
-                    kbc.project_body_friction,
-                    dim=W * m.body_contact_count,
-                    inputs=[m.data, m.body_data, self.bjac, it, W, self.lam, self.body_contact_lam_n_prev],
-                    outputs=[self.dlam, self.active],
-                    device=dev,
-                )
+                if m.body_contact_count > 0:
+                    wp.launch(
+                        kbc.project_body_friction,
+                        dim=W * m.body_contact_count,
+                        inputs=[m.data, m.body_data, self.bjac, it, W, self.lam, self.body_contact_lam_n_prev],
+                        outputs=[self.dlam, self.active],
+                        device=dev,
+                    )
+                if m.particle_body_count > 0:
+                    wp.launch(
+                        kbc.project_particle_body_friction,
+                        dim=W * m.particle_body_count,
+                        inputs=[m.data, self.jac, it, W, self.lam, self.particle_body_lam_n_prev],
+                        outputs=[self.dlam, self.active],
+                        device=dev,
+                    )
                 self._apply(self.dlam)
             if m.contact_count > 0:
                 wp.launch(
@@ -450,6 +481,6 @@ class Solver:
     def body_contact_impulses(self) -> tuple[np.ndarray, np.ndarray]:
         """Normal (worlds, features, targets) and friction (…, 2) impulses [N·s] of the body-contact slots."""
         m = self.model
-        lam = self.lam.numpy().reshape(m.worlds, m.row_count)[:, m.body_contact_row_start :]
+        lam = self.lam.numpy().reshape(m.worlds, m.row_count)[:, m.body_contact_row_start : m.particle_body_row_start]
         lam = lam.reshape(m.worlds, m.feature_count, m.target_count, 3)
         return lam[..., 2].copy(), lam[..., :2].copy()
