@@ -123,3 +123,28 @@ def test_particles_and_soft_cube_rest_on_a_dynamic_box():
     assert q[1:, 2].min() > 0.1 - 0.01 * size  # the soft cube rests on it, penetration < 1% of its size
     assert state.body_q.numpy()[0, 2] == pytest.approx(0.05, abs=1e-3)  # and the box carries both on the ground
     assert np.abs(state.particle_qd.numpy()).max() < 0.05
+
+
+def test_sphere_rolls_and_capsule_rests():
+    theta, g, r = 0.3, 9.81, 0.04
+    b = ss.ModelBuilder(gravity=tilted_gravity(theta, "x"))
+    ball = b.add_body((0.0, 0.0, r))
+    b.add_shape_sphere(ball, r, mu=1.0)
+    pill = b.add_body((0.0, 0.5, r), rot=(0.0, S, 0.0, S))  # capsule axis (local z) along world x, lying
+    b.add_shape_capsule(pill, r, 0.06, mu=1.0)
+    b.add_ground_plane(mu=1.0)
+    model = b.finalize(device=TEST_DEVICE)
+    state = model.state()
+    solver = ss.Solver(model, dt=1.0 / 240.0)
+    n = 240
+    xs = np.empty((n, 2, 7))
+    for k in range(n):
+        solver.step(state)
+        xs[k] = state.body_q.numpy()
+    t = (np.arange(n) + 1) / 240.0
+    late = t > 0.25
+    accel = 2 * np.polyfit(t[late], xs[late, 0, 0], 2)[0]
+    assert accel == pytest.approx(g * np.sin(theta) / (1 + 0.4), rel=0.05)  # solid sphere: I/(m r²) = 2/5
+    assert np.abs(xs[:, 0, 2] - r).max() < 1e-3
+    # the lying capsule rolls too (about its axis, which is along x, so it rolls along y): it stays at height r
+    assert np.abs(xs[-1, 1, 2] - r) < 1e-3
