@@ -2,8 +2,8 @@
 friction, as for particles: kernels/contact.py, kernels/friction.py).
 
 Each body shape contributes contact features (body frame): points with a radius (sphere centre, capsule ends, box
-corners, cylinder rim samples) and cylinder caps, whose deepest rim point towards the target is found per contact (exact
-for a wheel on a plane). A slot pairs a feature with a target (static shape t < n_static, else body shape t − n_static);
+corners), cylinder caps, whose deepest rim point towards the target is found per contact (exact for a wheel on a
+plane), and cylinder rim samples, active only against surfaces that face a cap (standing cylinders). A slot pairs a feature with a target (static shape t < n_static, else body shape t − n_static);
 its rows (t1, t2, n) follow the joint rows: [... | attachment | joint | body contact (3 each)].
 Friction: on a cylinder the first tangent follows its axis and μ = (μ along the axis, μ across) is the cylinder's own
 pair; otherwise the target's frame is used. The pair's coefficient is the geometric mean with the other shape's mean μ.
@@ -99,7 +99,8 @@ def assemble_body_contacts(
     n = wp.vec3(sd[1], sd[2], sd[3])
     kk = w * b.body_contact_count + k
     res = float(0.0)
-    if ib == ia or b.body_inv_mass[ia] <= 0.0 or (gap > contact.margin and lam_n <= 0.0):
+    rim_off = b.feature_kind[f] == 2 and wp.abs(wp.dot(n, axis)) < 0.7  # rim samples only where a cap faces the target
+    if rim_off or ib == ia or b.body_inv_mass[ia] <= 0.0 or (gap > contact.margin and lam_n <= 0.0):
         bjac.contact_frame[kk] = wp.mat33()
         for r in range(3):
             rhs[row0 + r] = 0.0

@@ -232,7 +232,9 @@ def shape_mass_properties(kind: int, params: np.ndarray, density: float) -> tupl
 
 def body_shape_features(shape: dict) -> list[tuple[np.ndarray, np.ndarray, float, int]]:
     """Contact features of a body shape in the body frame: (point, axis, radius, kind); kind 0 = point with radius,
-    kind 1 = cylinder cap whose deepest rim point is found per contact (point = cap centre, axis = cylinder axis)."""
+    kind 1 = cylinder cap whose deepest rim point is found per contact (point = cap centre, axis = cylinder axis),
+    kind 2 = cylinder rim sample, used only against surfaces facing the cap (it would duplicate the kind-1 point when
+    the cylinder lies on its side, and duplicated contact points let the friction cone split arbitrarily: creep)."""
     R = quat_to_matrix(shape["rot"])
     c = shape["pos"]
     kind, p = shape["type"], shape["params"]
@@ -247,9 +249,9 @@ def body_shape_features(shape: dict) -> list[tuple[np.ndarray, np.ndarray, float
         rho = 0.05 * float(np.min(p))
         corners = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
         return [(c + R @ (s * (p - rho)), z, rho, 0) for s in corners]
-    # cylinder: two cap supports (exact rolling) + 8 rim samples per cap (stable standing on a cap)
+    # cylinder: two cap supports (exact rolling) + 8 rim samples per cap (stable standing on a cap, see kind 2)
     feats = [(c + s * p[1] * z, z, p[0], 1) for s in (-1, 1)]
     for s in (-1, 1):
         for a in np.linspace(0, 2 * np.pi, 8, endpoint=False):
-            feats.append((c + R @ np.array([p[0] * np.cos(a), p[0] * np.sin(a), s * p[1]]), z, 0.0, 0))
+            feats.append((c + R @ np.array([p[0] * np.cos(a), p[0] * np.sin(a), s * p[1]]), z, 0.0, 2))
     return feats
