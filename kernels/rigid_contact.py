@@ -14,7 +14,7 @@ import warp as wp
 from .contact import fischer_burmeister_row, shape_signed_distance
 from .data import BodyData, BodyJacobian, ContactSettings, Jacobian, ModelData
 from .friction import cone_scale, friction_slip_measure, friction_weight
-from .rigid import body_pose, body_vel, joint_row0, ang, lin, row_effective_mass
+from .rigid import ang, body_pose, body_vel, body_velocity_change, joint_row0, lin, row_effective_mass
 from .types import SHAPE_CYLINDER
 
 
@@ -201,11 +201,27 @@ def gather_body_contacts(
 
 @wp.func
 def body_velocity(b: BodyData, body: int, w: int, bx_start: wp.array(dtype=wp.transform), bv: wp.array(dtype=wp.spatial_vector), h: float, body_impulse: wp.array(dtype=wp.spatial_vector)) -> wp.spatial_vector:
-    """M⁻¹ · impulse of a body at its current pose."""
-    from_pose = body_pose(b, body, w, bx_start, bv, h)
-    Iinv = wp.quat_to_matrix(wp.transform_get_rotation(from_pose)) * b.body_inv_inertia[body] * wp.transpose(wp.quat_to_matrix(wp.transform_get_rotation(from_pose)))
-    imp = body_impulse[w * b.body_count + body]
-    return wp.spatial_vector(lin(imp) * b.body_inv_mass[body], Iinv * ang(imp))
+    """M⁻¹ · (the body's impulse) at its current pose."""
+    return body_velocity_change(b, body, body_pose(b, body, w, bx_start, bv, h), body_impulse[w * b.body_count + body])
+
+
+@wp.func
+def project_cone_rows(lam: wp.array(dtype=float), row0: int, mu: wp.vec2, delta: wp.array(dtype=float)) -> float:
+    """Project the friction impulses of the contact rows at row0 (t1, t2, n) onto their cone; the changes go to
+    ``delta`` (applied by the caller through Jᵀ and M⁻¹). Returns the normal impulse."""
+    lam_n = lam[row0 + 2]
+    l1 = lam[row0]
+    l2 = lam[row0 + 1]
+    if mu[0] <= 0.0:
+        l1 = 0.0
+    if mu[1] <= 0.0:
+        l2 = 0.0
+    s = cone_scale(l1, l2, mu[0], mu[1], lam_n)
+    delta[row0] = l1 * s - lam[row0]
+    delta[row0 + 1] = l2 * s - lam[row0 + 1]
+    lam[row0] = l1 * s
+    lam[row0 + 1] = l2 * s
+    return lam_n
 
 
 @wp.kernel
@@ -230,19 +246,7 @@ def project_body_friction(
     if wp.length_sq(wp.vec3(F[2, 0], F[2, 1], F[2, 2])) == 0.0:
         lam_n_prev[tid] = 0.0
         return
-    mu = bjac.contact_mu[tid]
-    lam_n = lam[row0 + 2]
-    l1 = lam[row0]
-    l2 = lam[row0 + 1]
-    if mu[0] <= 0.0:
-        l1 = 0.0
-    if mu[1] <= 0.0:
-        l2 = 0.0
-    s = cone_scale(l1, l2, mu[0], mu[1], lam_n)
-    delta[row0] = l1 * s - lam[row0]
-    delta[row0 + 1] = l2 * s - lam[row0 + 1]
-    lam[row0] = l1 * s
-    lam[row0 + 1] = l2 * s
+    lam_n = project_cone_rows(lam, row0, bjac.contact_mu[tid], delta)
     lam_n_prev[tid] = wp.max(lam_n, 0.0)
     if lam_n > 0.0:
         wp.atomic_add(active_contacts, newton_iteration * worlds + w, 1)
@@ -390,19 +394,7 @@ def project_particle_body_friction(
     if wp.length_sq(wp.vec3(F[2, 0], F[2, 1], F[2, 2])) == 0.0:
         lam_n_prev[tid] = 0.0
         return
-    mu = jac.pb_mu[tid]
-    lam_n = lam[row0 + 2]
-    l1 = lam[row0]
-    l2 = lam[row0 + 1]
-    if mu[0] <= 0.0:
-        l1 = 0.0
-    if mu[1] <= 0.0:
-        l2 = 0.0
-    sc = cone_scale(l1, l2, mu[0], mu[1], lam_n)
-    delta[row0] = l1 * sc - lam[row0]
-    delta[row0 + 1] = l2 * sc - lam[row0 + 1]
-    lam[row0] = l1 * sc
-    lam[row0 + 1] = l2 * sc
+    lam_n = project_cone_rows(lam, row0, jac.pb_mu[tid], delta)
     lam_n_prev[tid] = wp.max(lam_n, 0.0)
     if lam_n > 0.0:
         wp.atomic_add(active_contacts, newton_iteration * worlds + w, 1)
