@@ -62,7 +62,60 @@ def cone_scale(l1: float, l2: float, mu1: float, mu2: float, lam_n: float) -> fl
     return 1.0
 
 
-from .data import Jacobian, ModelData  # noqa: E402
+from .contact import fischer_burmeister_row  # noqa: E402
+from .data import ContactSettings, Jacobian, ModelData  # noqa: E402
+
+
+@wp.func
+def switch_off_contact_rows(row0: int, row_compliance: wp.array(dtype=float), rhs: wp.array(dtype=float), diag: wp.array(dtype=float)):
+    """Identity rows with zero right-hand side for a far or inactive contact slot (Δλ stays 0)."""
+    for r in range(3):
+        rhs[row0 + r] = 0.0
+        diag[row0 + r] = 1.0
+        row_compliance[row0 + r] = 1.0
+
+
+@wp.func
+def assemble_contact_rows(
+    row0: int,
+    frame: wp.mat33,
+    u: wp.vec3,
+    gap_rate: float,
+    r_n: float,
+    r1: float,
+    r2: float,
+    mu: wp.vec2,
+    cone_prev: float,
+    newton_iteration: int,
+    contact: ContactSettings,
+    lam: wp.array(dtype=float),
+    row_compliance: wp.array(dtype=float),
+    rhs: wp.array(dtype=float),
+    diag: wp.array(dtype=float),
+) -> float:
+    """Write the rows (t1, t2, n) of one contact: the FB normal row (gap_rate = gap/h [m/s]) and the two fixed-point
+    friction rows. u: relative velocity at the contact [m/s]; r_n, r1, r2: Delassus diagonals of the normal and tangent
+    rows; cone_prev: the previous step's normal impulse, the cone radius of the first iteration. Returns φ_n²."""
+    lam_n = lam[row0 + 2]
+    fb = fischer_burmeister_row(gap_rate, lam_n, r_n, contact.da_min, contact.smoothing)
+    row_compliance[row0 + 2] = fb[0]
+    rhs[row0 + 2] = fb[1]
+    diag[row0 + 2] = r_n + fb[0]
+    cone = wp.max(lam_n, 0.0)
+    if newton_iteration == 0:
+        cone = wp.max(cone, cone_prev)
+    u1 = wp.dot(wp.vec3(frame[0, 0], frame[0, 1], frame[0, 2]), u)
+    u2 = wp.dot(wp.vec3(frame[1, 0], frame[1, 1], frame[1, 2]), u)
+    q = friction_slip_measure(u1, u2, lam[row0], lam[row0 + 1], mu[0], mu[1], cone, r_n, contact.stick_velocity)
+    w1 = friction_weight(q, mu[0], cone, contact.free_weight * r1)
+    w2 = friction_weight(q, mu[1], cone, contact.free_weight * r2)
+    row_compliance[row0] = w1
+    row_compliance[row0 + 1] = w2
+    rhs[row0] = -(u1 + w1 * lam[row0])
+    rhs[row0 + 1] = -(u2 + w2 * lam[row0 + 1])
+    diag[row0] = r1 + w1
+    diag[row0 + 1] = r2 + w2
+    return fb[2] * fb[2]
 
 
 @wp.kernel

@@ -11,9 +11,9 @@ pair; otherwise the target's frame is used. The pair's coefficient is the geomet
 
 import warp as wp
 
-from .contact import fischer_burmeister_row, shape_signed_distance
+from .contact import shape_signed_distance
 from .data import BodyData, BodyJacobian, ContactSettings, Jacobian, ModelData
-from .friction import cone_scale, friction_slip_measure, friction_weight
+from .friction import assemble_contact_rows, cone_scale, switch_off_contact_rows
 from .rigid import ang, body_pose, body_vel, body_velocity_change, joint_row0, lin, row_effective_mass
 from .types import SHAPE_CYLINDER
 
@@ -102,10 +102,7 @@ def assemble_body_contacts(
     rim_off = b.feature_kind[f] == 2 and wp.abs(wp.dot(n, axis)) < 0.7  # rim samples only where a cap faces the target
     if rim_off or ib == ia or b.body_inv_mass[ia] <= 0.0 or (gap > contact.margin and lam_n <= 0.0):
         bjac.contact_frame[kk] = wp.mat33()
-        for r in range(3):
-            rhs[row0 + r] = 0.0
-            diag[row0 + r] = 1.0
-            row_compliance[row0 + r] = 1.0
+        switch_off_contact_rows(row0, row_compliance, rhs, diag)
     else:
         p = point - n * radius
         arm_a = p - wp.transform_get_translation(pose_a)
@@ -134,30 +131,14 @@ def assemble_body_contacts(
         va = body_vel(b, ia, w, bv)
         vb = body_vel(b, ib, w, bv)
         u = lin(va) + wp.cross(ang(va), arm_a) - lin(vb) - wp.cross(ang(vb), arm_b)
-        r_n = row_effective_mass(b, ia, pose_a, n, wp.cross(arm_a, n)) + row_effective_mass(b, ib, pose_b, -n, -wp.cross(arm_b, n))
-        fb = fischer_burmeister_row(gap / h, lam_n, r_n, contact.da_min, contact.smoothing)
-        row_compliance[row0 + 2] = fb[0]
-        rhs[row0 + 2] = fb[1]
-        diag[row0 + 2] = r_n + fb[0]
-        res = fb[2] * fb[2]
-        cone = wp.max(lam_n, 0.0)
-        if newton_iteration == 0:
-            cone = wp.max(cone, lam_n_prev[kk])
         t1 = wp.vec3(frame[0, 0], frame[0, 1], frame[0, 2])
         t2 = wp.vec3(frame[1, 0], frame[1, 1], frame[1, 2])
-        u1 = wp.dot(t1, u)
-        u2 = wp.dot(t2, u)
+        r_n = row_effective_mass(b, ia, pose_a, n, wp.cross(arm_a, n)) + row_effective_mass(b, ib, pose_b, -n, -wp.cross(arm_b, n))
         r1 = row_effective_mass(b, ia, pose_a, t1, wp.cross(arm_a, t1)) + row_effective_mass(b, ib, pose_b, -t1, -wp.cross(arm_b, t1))
         r2 = row_effective_mass(b, ia, pose_a, t2, wp.cross(arm_a, t2)) + row_effective_mass(b, ib, pose_b, -t2, -wp.cross(arm_b, t2))
-        q = friction_slip_measure(u1, u2, lam[row0], lam[row0 + 1], mu[0], mu[1], cone, r_n, contact.stick_velocity)
-        w1 = friction_weight(q, mu[0], cone, contact.free_weight * r1)
-        w2 = friction_weight(q, mu[1], cone, contact.free_weight * r2)
-        row_compliance[row0] = w1
-        row_compliance[row0 + 1] = w2
-        rhs[row0] = -(u1 + w1 * lam[row0])
-        rhs[row0 + 1] = -(u2 + w2 * lam[row0 + 1])
-        diag[row0] = r1 + w1
-        diag[row0 + 1] = r2 + w2
+        res = assemble_contact_rows(
+            row0, frame, u, gap / h, r_n, r1, r2, mu, lam_n_prev[kk], newton_iteration, contact, lam, row_compliance, rhs, diag
+        )
     if res > 0.0:
         wp.atomic_add(residual_sq, w, res)
 
@@ -302,10 +283,7 @@ def assemble_particle_body_contacts(
     res = float(0.0)
     if inv_m <= 0.0 or (gap > contact.margin and lam_n <= 0.0):
         jac.pb_frame[tid] = wp.mat33()
-        for r in range(3):
-            rhs[row0 + r] = 0.0
-            diag[row0 + r] = 1.0
-            jac.row_compliance[row0 + r] = 1.0
+        switch_off_contact_rows(row0, jac.row_compliance, rhs, diag)
     else:
         arm = x - n * (sd[0]) - wp.transform_get_translation(pose_b)  # shape surface point relative to the body
         frame = frame_from_reference(n, wp.quat_rotate(srot, wp.vec3(1.0, 0.0, 0.0)))
@@ -315,30 +293,14 @@ def assemble_particle_body_contacts(
         jac.pb_mu[tid] = mu
         vb = body_vel(b, ib, w, bv)
         u = vp - lin(vb) - wp.cross(ang(vb), arm)
-        r_n = inv_m + row_effective_mass(b, ib, pose_b, -n, -wp.cross(arm, n))
-        fb = fischer_burmeister_row(gap / h, lam_n, r_n, contact.da_min, contact.smoothing)
-        jac.row_compliance[row0 + 2] = fb[0]
-        rhs[row0 + 2] = fb[1]
-        diag[row0 + 2] = r_n + fb[0]
-        res = fb[2] * fb[2]
-        cone = wp.max(lam_n, 0.0)
-        if newton_iteration == 0:
-            cone = wp.max(cone, lam_n_prev[tid])
         t1 = wp.vec3(frame[0, 0], frame[0, 1], frame[0, 2])
         t2 = wp.vec3(frame[1, 0], frame[1, 1], frame[1, 2])
-        u1 = wp.dot(t1, u)
-        u2 = wp.dot(t2, u)
+        r_n = inv_m + row_effective_mass(b, ib, pose_b, -n, -wp.cross(arm, n))
         r1 = inv_m + row_effective_mass(b, ib, pose_b, -t1, -wp.cross(arm, t1))
         r2 = inv_m + row_effective_mass(b, ib, pose_b, -t2, -wp.cross(arm, t2))
-        q = friction_slip_measure(u1, u2, lam[row0], lam[row0 + 1], mu[0], mu[1], cone, r_n, contact.stick_velocity)
-        w1 = friction_weight(q, mu[0], cone, contact.free_weight * r1)
-        w2 = friction_weight(q, mu[1], cone, contact.free_weight * r2)
-        jac.row_compliance[row0] = w1
-        jac.row_compliance[row0 + 1] = w2
-        rhs[row0] = -(u1 + w1 * lam[row0])
-        rhs[row0 + 1] = -(u2 + w2 * lam[row0 + 1])
-        diag[row0] = r1 + w1
-        diag[row0 + 1] = r2 + w2
+        res = assemble_contact_rows(
+            row0, frame, u, gap / h, r_n, r1, r2, mu, lam_n_prev[tid], newton_iteration, contact, lam, jac.row_compliance, rhs, diag
+        )
     if res > 0.0:
         wp.atomic_add(residual_sq, w, res)
 

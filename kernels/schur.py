@@ -12,8 +12,8 @@ so Schur diagonal compliance is α/(h(h+β)) and the right-hand side is −φ (s
 
 import warp as wp
 
-from .contact import fischer_burmeister_row, shape_signed_distance, tangent_basis
-from .friction import friction_slip_measure, friction_weight
+from .contact import shape_signed_distance, tangent_basis
+from .friction import assemble_contact_rows, switch_off_contact_rows
 from .tet import (
     polar_rotation,
     tet_compliance_diagonal,
@@ -138,39 +138,14 @@ def assemble_rows(
         if inv_m <= 0.0 or (gap > contact.margin and lam_n <= 0.0):
             # far (or kinematic particle): rows switched off
             jac.contact_frame[k] = wp.mat33()
-            for r in range(3):
-                rhs[row0 + r] = 0.0
-                diag[row0 + r] = 1.0
-                jac.row_compliance[row0 + r] = 1.0
+            switch_off_contact_rows(row0, jac.row_compliance, rhs, diag)
         else:
             frame = tangent_basis(wp.vec3(sd[1], sd[2], sd[3]), m.shape_rot[s])
             jac.contact_frame[k] = frame
-            fb = fischer_burmeister_row(gap / h, lam_n, inv_m, contact.da_min, contact.smoothing)
-            jac.row_compliance[row0 + 2] = fb[0]
-            rhs[row0 + 2] = fb[1]
-            diag[row0 + 2] = inv_m + fb[0]
-            res = fb[2] * fb[2]
-            # friction rows: the cone radius of the first iteration comes from the previous step's normal impulse
-            cone = wp.max(lam_n, 0.0)
-            if newton_iteration == 0:
-                cone = wp.max(cone, contact_lam_n_prev[k])
-            mu = m.shape_mu[s]
-            t1 = wp.vec3(frame[0, 0], frame[0, 1], frame[0, 2])
-            t2 = wp.vec3(frame[1, 0], frame[1, 1], frame[1, 2])
-            u1 = wp.dot(t1, vp)
-            u2 = wp.dot(t2, vp)
-            w_free = contact.free_weight * inv_m
-            q = friction_slip_measure(u1, u2, lam[row0], lam[row0 + 1], mu[0], mu[1], cone, inv_m, contact.stick_velocity)
-            wt1 = friction_weight(q, mu[0], cone, w_free)
-            wt2 = friction_weight(q, mu[1], cone, w_free)
-            phi1 = u1 + wt1 * lam[row0]
-            phi2 = u2 + wt2 * lam[row0 + 1]
-            jac.row_compliance[row0] = wt1
-            jac.row_compliance[row0 + 1] = wt2
-            rhs[row0] = -phi1
-            rhs[row0 + 1] = -phi2
-            diag[row0] = inv_m + wt1
-            diag[row0 + 1] = inv_m + wt2
+            res = assemble_contact_rows(
+                row0, frame, vp, gap / h, inv_m, inv_m, inv_m, m.shape_mu[s], contact_lam_n_prev[k], newton_iteration,
+                contact, lam, jac.row_compliance, rhs, diag,
+            )
     if res > 0.0:
         wp.atomic_add(residual_sq, w, res)
 
