@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-
-def _write_npz_atomic(path: Path, **arrays) -> None:
-    """Write an .npz through a temporary file and rename, so an interrupted run never leaves a truncated file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".npz.tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez_compressed(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+from softsnake.io.files import write_npz_atomic
 
 
 def run_demo(args) -> int:
@@ -57,7 +44,7 @@ def run_demo(args) -> int:
     print("PCR iterations (world 0):", d.linear_iterations[:, 0].tolist(), " residual reduction:", np.array2string(d.linear_reduction[:, 0], precision=2))
     print("active contacts per world:", d.active_contacts.tolist())
     if out is not None:
-        _write_npz_atomic(out / "demo.npz", t=np.arange(1, steps + 1) * args.dt, particle_q=frames, tets=model.tet_indices)
+        write_npz_atomic(out / "demo.npz", t=np.arange(1, steps + 1) * args.dt, particle_q=frames, tets=model.tet_indices)
         print(f"wrote {out / 'demo.npz'}")
     return 0
 
