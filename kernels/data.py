@@ -117,7 +117,9 @@ class BodyData:
     body_shape_params: wp.array(dtype=wp.vec3)
     body_shape_mu: wp.array(dtype=wp.vec2)
     feature_count: int
-    target_count: int  # static shapes + body shapes
+    target_count: int  # static shapes + body shapes that other bodies collide with
+    target_body_shape: wp.array(dtype=int)  # body-shape index of each body target (target t ≥ static shapes)
+    particle_target_shape: wp.array(dtype=int)  # body shapes that particles collide with
     body_contact_count: int  # feature_count · target_count slots per world
     feature_body: wp.array(dtype=int)
     feature_shape: wp.array(dtype=int)

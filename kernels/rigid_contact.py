@@ -72,7 +72,7 @@ def assemble_body_contacts(
         tparams = m.shape_params[t]
         tmu = m.shape_mu[t]
     else:
-        s = t - m.shape_count
+        s = b.target_body_shape[t - m.shape_count]
         ib = b.body_shape_body[s]
         pose_b = body_pose(b, ib, w, bx_start, bv, h)
         tpos = wp.transform_point(pose_b, b.body_shape_pos[s])
@@ -165,7 +165,7 @@ def gather_body_contacts(
     ia = b.feature_body[f]
     ib = int(-1)
     if t >= m.shape_count:
-        ib = b.body_shape_body[t - m.shape_count]
+        ib = b.body_shape_body[b.target_body_shape[t - m.shape_count]]
     row0 = body_contact_row0(m, b, w, k)
     F = bjac.contact_frame[tid]
     rel = wp.vec3()
@@ -266,7 +266,7 @@ def assemble_particle_body_contacts(
     k = tid - w * m.particle_body_count
     nbs = m.particle_body_count // m.particle_count
     p = k // nbs
-    s = k - p * nbs
+    s = b.particle_target_shape[k - p * nbs]
     ib = b.body_shape_body[s]
     pose_b = body_pose(b, ib, w, bx_start, bv, h)
     spos = wp.transform_point(pose_b, b.body_shape_pos[s])
@@ -324,7 +324,7 @@ def gather_particle_body_contacts(
     k = tid - w * m.particle_body_count
     nbs = m.particle_body_count // m.particle_count
     p = k // nbs
-    s = k - p * nbs
+    s = b.particle_target_shape[k - p * nbs]
     row0 = particle_body_row0(m, w, k)
     F = jac.pb_frame[tid]
     rel = wp.vec3()

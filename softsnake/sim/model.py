@@ -81,13 +81,16 @@ class Model:
         self.body_shape_count = len(b.body_shapes)
         self.features = [(s["body"], k) + f for k, s in enumerate(b.body_shapes) for f in body_shape_features(s)]
         self.feature_count = len(self.features)
-        self.target_count = self.shape_count + self.body_shape_count
+        # body shapes that other bodies' features / particles collide with (add_shape_*(body_contact=, particle_contact=))
+        self.target_body_shapes = [k for k, s in enumerate(b.body_shapes) if s.get("body_contact", True)]
+        self.particle_target_shapes = [k for k, s in enumerate(b.body_shapes) if s.get("particle_contact", True)]
+        self.target_count = self.shape_count + len(self.target_body_shapes)
         self.body_contact_count = self.feature_count * self.target_count
         self.contact_row_start = self.distance_count + 6 * self.tet_count
         self.contact_row_end = self.contact_row_start + 3 * self.contact_count
         self.body_contact_row_start = self.contact_row_end + 3 * self.attachment_count + 6 * self.joint_count
         self.particle_body_row_start = self.body_contact_row_start + 3 * self.body_contact_count
-        self.particle_body_count = n * self.body_shape_count
+        self.particle_body_count = n * len(self.particle_target_shapes)
         self.row_count = self.particle_body_row_start + 3 * self.particle_body_count
         self.particle_body_element_start = self.element_count + self.attachment_count + self.joint_count + self.body_contact_count
 
@@ -207,6 +210,8 @@ class Model:
         F = self.features
         bd.feature_count = self.feature_count
         bd.target_count = self.target_count
+        bd.target_body_shape = arr(self.target_body_shapes, int)
+        bd.particle_target_shape = arr(self.particle_target_shapes, int)
         bd.body_contact_count = self.body_contact_count
         bd.feature_body = arr([f[0] for f in F], int)
         bd.feature_shape = arr([f[1] for f in F], int)
@@ -231,7 +236,7 @@ class Model:
         for fi, feat in enumerate(self.features):
             for t in range(self.target_count):
                 slot = fi * self.target_count + t
-                target_body = -1 if t < self.shape_count else S[t - self.shape_count]["body"]
+                target_body = -1 if t < self.shape_count else S[self.target_body_shapes[t - self.shape_count]]["body"]
                 if target_body == feat[0]:
                     continue
                 bodies.append(feat[0])
@@ -240,7 +245,7 @@ class Model:
                     bodies.append(target_body)
                     codes.append(4 * (first_contact + slot) + 1)
         for slot in range(self.particle_body_count):
-            bodies.append(S[slot % self.body_shape_count]["body"])
+            bodies.append(S[self.particle_target_shapes[slot % len(self.particle_target_shapes)]]["body"])
             codes.append(4 * (self.particle_body_element_start + slot) + 1)
         start, order = self._csr(np.asarray(bodies, dtype=np.int64), np.asarray(codes, dtype=np.int64), self.body_count)
         bd.body_incidence_start = arr(start, int)
@@ -272,8 +277,8 @@ class Model:
         codes.append(4 * (self.distance_count + self.tet_count + np.arange(len(cp))))
         particles.append(np.asarray([a[0] for a in b.attachments], dtype=np.int64))  # attachments follow the particle families
         codes.append(4 * (self.element_count + np.arange(len(b.attachments))))
-        pb = np.arange(self.particle_body_count)  # particle p against body shape s: slot p·shapes + s
-        particles.append(pb // max(self.body_shape_count, 1))
+        pb = np.arange(self.particle_body_count)  # particle p against its k-th body-shape target: slot p·targets + k
+        particles.append(pb // max(len(self.particle_target_shapes), 1))
         codes.append(4 * (self.particle_body_element_start + pb))
         particles, codes = np.concatenate(particles), np.concatenate(codes)
         start, order = self._csr(particles, codes, n)

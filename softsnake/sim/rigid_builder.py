@@ -108,8 +108,9 @@ class RigidBuilderMixin:
         q = self.body_q[body]
         return q[:3], q[3:]
 
-    def _add_body_shape(self, kind, body, pos, rot, params, mu, density) -> int:
-        self.body_shapes.append(dict(type=int(kind), body=body, pos=pos, rot=rot, params=np.asarray(params, dtype=np.float64), mu=mu, density=density))
+    def _add_body_shape(self, kind, body, pos, rot, params, mu, density, contact=(True, True)) -> int:
+        body_contact, particle_contact = (bool(c) for c in contact)
+        self.body_shapes.append(dict(type=int(kind), body=body, pos=pos, rot=rot, params=np.asarray(params, dtype=np.float64), mu=mu, density=density, body_contact=body_contact, particle_contact=particle_contact))
         return len(self.body_shapes) - 1
 
     def resolved_body_mass_properties(self) -> tuple[list[float], list[np.ndarray]]:

@@ -429,6 +429,30 @@ class Solver:
         wp.launch(kint.finalize_particles, dim=W * m.particle_count, inputs=[m.particle_count, self.dt, self.x_start, self.v], outputs=[state.particle_q, state.particle_qd, self.nonfinite], device=m.device)
         wp.launch(krigid.finalize_bodies, dim=W * m.body_count, inputs=[m.body_count, self.dt, self.body_x_start, self.body_v], outputs=[state.body_q, state.body_qd, self.nonfinite], device=m.device)
 
+    # ---------------------------------------------------------- checkpoints
+    def _carried_arrays(self) -> dict:
+        """Solver arrays whose values carry over from one step to the next (start values, friction weights, the
+        previous tet rotations); with the State they make a step reproducible bit for bit."""
+        return dict(
+            lam=self.lam,
+            contact_lam_n_prev=self.contact_lam_n_prev,
+            body_contact_lam_n_prev=self.body_contact_lam_n_prev,
+            particle_body_lam_n_prev=self.particle_body_lam_n_prev,
+            tet_rotation=self.jac.tet_rotation,
+        )
+
+    def carried_state(self) -> dict:
+        """Host copies of the carried solver arrays (see :meth:`restore_carried_state`)."""
+        return {k: a.numpy().copy() for k, a in self._carried_arrays().items()}
+
+    def restore_carried_state(self, arrays: dict) -> None:
+        """Restore what :meth:`carried_state` returned (same model size), e.g. when resuming from a checkpoint."""
+        for k, a in self._carried_arrays().items():
+            v = np.asarray(arrays[k])
+            if v.shape != a.shape:
+                raise ValueError(f"solver state {k!r} has shape {v.shape}, this model needs {a.shape}")
+            a.assign(v.astype(a.numpy().dtype))
+
     # ------------------------------------------------------------- read-backs
     def diagnostics(self) -> StepDiagnostics:
         """Diagnostics of the last step (copies a few small arrays to the host)."""

@@ -1,0 +1,232 @@
+"""The pneumatic soft snake of Gasoto et al. 2019 (Sec. III, V): configuration and model assembly.
+
+Four soft Ecoflex links (tet meshes with two chambers, :mod:`softsnake.robots.snake_link`) joined by five rigid carriages
+through particle attachments; each carriage rides on two passive wheels (revolute joints), which give the anisotropic
+ground friction of a real snake's scales (rolls along the body, grips sideways). Counts for the defaults: 15 bodies,
+1300 particles, 1456 distance constraints, 4608 tets, 10 joints, 200 attachments (paper Table I: 15, 1504, 1460, 4536,
+10, 217; see :func:`snake_counts`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from softsnake.sim import ModelBuilder, SolverConfig
+
+from .pneumatics import PneumaticsConfig
+from .snake_link import LinkMesh, link_mesh
+
+#: paper Table I, one snake
+PAPER_TABLE_I = dict(bodies=15, particles=1504, distance_constraints=1460, tets=4536, joints=10, attachments=217)
+
+
+@dataclass
+class SnakeConfig:
+    """Every parameter of the simulated snake, with its source. Lengths [m], masses [kg], moduli [Pa], time [s].
+
+    Dimensions are not in the paper: they are chosen for the published robot family (a 4-module pneumatic snake about
+    0.5 m long, links of about 40 mm diameter) and documented in docs/snake.md.
+    """
+
+    links: int = 4  # paper Sec. V-A
+    link_length: float = 0.09  # soft link between the caps
+    link_radius: float = 0.02  # 40 mm diameter
+    sections: int = 13  # cross-sections per link (paper Sec. V)
+    inner_ring: int = 8  # particles on the inner ring of a cross-section (outer ring: twice as many)
+    #: Ecoflex 00-30 Young's modulus (paper Sec. V)
+    youngs_modulus: float = 66243.0
+    #: the paper's 0.4999 locks linear tets (solver notes §3, README): 0.45 keeps the link bendable with the same Y
+    poisson_ratio: float = 0.45
+    density: float = 1070.0  # Ecoflex 00-30 [kg/m³]
+    #: strain-rate damping time constant β of the tets [s] (silicone internal damping)
+    material_damping: float = 0.005
+    #: chamber cross-section area A_c [m²] (≈ 12 mm chamber diameter): the actuation constraints of one chamber have a
+    #: combined stiffness A_c·Y over one segment, so a blocked chamber at pressure p pushes with p·A_c (Eq. 4)
+    chamber_area: float = 1.13e-4
+    carriage_length: float = 0.035  # rigid cap pair + electronics plate, along the body
+    carriage_width: float = 0.05
+    carriage_height: float = 0.04
+    carriage_mass: float = 0.05
+    wheel_radius: float = 0.03  # the axle height: keeps the soft links 10 mm above the ground
+    wheel_width: float = 0.01
+    wheel_mass: float = 0.01
+    #: friction coefficient of every contact (paper Sec. VI: μ = 1)
+    mu: float = 1.0
+    #: control step [s]: one frame of ``substeps`` solver steps; the paper's solver step h = 0.0083 s = 1/120
+    frame_dt: float = 1.0 / 60.0
+    substeps: int = 2
+    pneumatics: PneumaticsConfig = field(default_factory=PneumaticsConfig)
+    solver: SolverConfig = field(default_factory=lambda: SolverConfig(diagnostics=False))
+
+    def __post_init__(self):
+        for name in ("link_length", "link_radius", "youngs_modulus", "density", "chamber_area", "carriage_length", "carriage_width", "carriage_height", "carriage_mass", "wheel_radius", "wheel_width", "wheel_mass", "frame_dt"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise ValueError(f"SnakeConfig.{name} must be a finite number > 0, got {v!r}")
+        for name in ("material_damping", "mu"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"SnakeConfig.{name} must be a finite number ≥ 0, got {v!r}")
+        for name, low in (("links", 1), ("sections", 2), ("substeps", 1), ("inner_ring", 4)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"SnakeConfig.{name} must be an integer ≥ {low}, got {v!r}")
+        if not -1.0 < self.poisson_ratio < 0.5:
+            raise ValueError(f"SnakeConfig.poisson_ratio must be in (−1, 0.5), got {self.poisson_ratio!r}")
+        if self.wheel_radius <= self.link_radius or self.wheel_radius <= self.carriage_height / 2:
+            raise ValueError("SnakeConfig.wheel_radius must exceed link_radius and carriage_height/2 (only the wheels touch the ground)")
+        if isinstance(self.pneumatics, dict):
+            self.pneumatics = PneumaticsConfig(**self.pneumatics)
+        if isinstance(self.solver, dict):
+            self.solver = SolverConfig(**self.solver)
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def h(self) -> float:
+        """Solver time step [s]."""
+        return self.frame_dt / self.substeps
+
+    @property
+    def body_length(self) -> float:
+        """Nose-to-tail length [m] (links and carriages)."""
+        return self.links * self.link_length + (self.links + 1) * self.carriage_length
+
+    @property
+    def p_max_psi(self) -> float:
+        return self.pneumatics.p_max_psi
+
+    # --------------------------------------------------------------------- TOML
+    @classmethod
+    def from_toml(cls, path) -> "SnakeConfig":
+        """Read a config: top-level keys (or a ``[snake]`` table) are SnakeConfig fields; ``[pneumatics]`` and
+        ``[solver]`` tables set PneumaticsConfig and SolverConfig fields. Unknown keys are errors."""
+        p = Path(path)
+        try:
+            data = tomllib.loads(p.read_text())
+        except OSError as exc:
+            raise ValueError(f"cannot read snake config {str(p)!r}: {exc}") from exc
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"malformed TOML in {str(p)!r}: {exc}") from exc
+        return cls.from_dict(data, source=str(p))
+
+    @classmethod
+    def from_dict(cls, data: dict, *, source: str = "config") -> "SnakeConfig":
+        data = dict(data)
+        table = dict(data.pop("snake", {}))
+        table.update({k: v for k, v in data.items() if k not in ("pneumatics", "solver")})
+        known = {f.name for f in dataclasses.fields(cls)} - {"pneumatics", "solver"}
+        for name, values, allowed in (("snake", table, known), ("pneumatics", data.get("pneumatics", {}), {f.name for f in dataclasses.fields(PneumaticsConfig)}), ("solver", data.get("solver", {}), {f.name for f in dataclasses.fields(SolverConfig)})):
+            if not isinstance(values, dict):
+                raise ValueError(f"[{name}] in {source} must be a table")
+            unknown = sorted(set(values) - allowed)
+            if unknown:
+                raise ValueError(f"unknown {name} setting(s) in {source}: {', '.join(unknown)}")
+        try:
+            pneu = PneumaticsConfig(**data.get("pneumatics", {}))
+            solver = dataclasses.replace(SolverConfig(diagnostics=False), **data.get("solver", {}))
+            return cls(**table, pneumatics=pneu, solver=solver)
+        except TypeError as exc:
+            raise ValueError(f"bad value in {source}: {exc}") from exc
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("pneumatics", "solver")}
+        return dict(snake=d, pneumatics=dataclasses.asdict(self.pneumatics), solver=dataclasses.asdict(self.solver))
+
+    def to_toml(self) -> str:
+        """TOML text that ``from_toml`` reads back to an equal config."""
+
+        def value(v):
+            if isinstance(v, bool):
+                return "true" if v else "false"
+            if isinstance(v, str):
+                return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            return repr(v)
+
+        lines = []
+        for table, values in self.to_dict().items():
+            lines.append(f"[{table}]")
+            lines += [f"{k} = {value(v)}" for k, v in values.items()]
+            lines.append("")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class SnakeLayout:
+    """Index map of one snake inside its builder (world-local indices)."""
+
+    link: LinkMesh
+    link_particles: list  # per link: (n,) particle indices
+    carriages: list  # body indices, tail → head along +x
+    wheels: list  # body indices (2 per carriage)
+    distance_chamber: np.ndarray  # (distance constraints,) link·2 + chamber for actuation constraints, −1 otherwise
+    counts: dict
+
+
+def build_snake(config: SnakeConfig, builder: ModelBuilder | None = None) -> tuple[ModelBuilder, SnakeLayout]:
+    """Add one snake (and a ground plane with μ = config.mu) to a builder. The snake lies along +x, carriage 0 at the
+    tail end (x = 0) … carriage ``links`` at the head; link i joins carriage i and i+1."""
+    c = config
+    b = builder or ModelBuilder()
+    mesh = link_mesh(c.link_length, c.link_radius, c.sections, c.inner_ring)
+    z0 = c.wheel_radius  # axle height = link axis height
+    pitch = c.link_length + c.carriage_length
+    half = np.array([c.carriage_length, c.carriage_width, c.carriage_height]) / 2
+    carriage_density = c.carriage_mass / (8 * half.prod())
+    wheel_density = c.wheel_mass / (math.pi * c.wheel_radius**2 * c.wheel_width)
+    wheel_rot = (math.sin(math.pi / 4), 0.0, 0.0, math.cos(math.pi / 4))  # cylinder axis (local z) → world −y
+    b.add_ground_plane(mu=c.mu)
+    carriages, wheels = [], []
+    for k in range(c.links + 1):
+        x = k * pitch + c.carriage_length / 2
+        body = b.add_body((x, 0.0, z0))
+        b.add_shape_box(body, half, mu=c.mu, density=carriage_density, body_contact=False, particle_contact=False)
+        carriages.append(body)
+        for side in (-1.0, 1.0):
+            y = side * (half[1] + c.wheel_width / 2 + 0.002)
+            wheel = b.add_body((x, y, z0), rot=wheel_rot)
+            b.add_shape_cylinder(wheel, c.wheel_radius, c.wheel_width / 2, mu=c.mu, density=wheel_density, body_contact=False, particle_contact=False)
+            b.add_joint_revolute(body, wheel, (x, y, z0), (0.0, 1.0, 0.0))
+            wheels.append(wheel)
+    segment = c.link_length / (c.sections - 1)
+    lines = int(np.count_nonzero(mesh.actuation_chamber == 0)) // (c.sections - 1)
+    # one chamber's actuation constraints in parallel have stiffness A_c·Y per segment → each k = A_c·Y/(lines·r)
+    actuation_compliance = segment * lines / (c.chamber_area * c.youngs_modulus)
+    link_particles, chamber = [], []
+    for i in range(c.links):
+        x0 = i * pitch + c.carriage_length
+        ids = b.add_soft_mesh(mesh.vertices, mesh.tets, density=c.density, youngs_modulus=c.youngs_modulus, poisson_ratio=c.poisson_ratio, damping=c.material_damping, pos=(x0, 0.0, z0))
+        link_particles.append(ids)
+        for pairs, compliance in ((mesh.layer_pairs, 0.0), (mesh.perimeter_pairs, 0.0)):
+            for a, d in pairs:
+                b.add_distance(int(ids[a]), int(ids[d]), compliance=compliance)
+                chamber.append(-1)
+        for (a, d), ch in zip(mesh.actuation_pairs, mesh.actuation_chamber):
+            b.add_distance(int(ids[a]), int(ids[d]), compliance=actuation_compliance)
+            chamber.append(2 * i + int(ch))
+        last = mesh.section.max()
+        for v in np.nonzero(mesh.section == 0)[0]:
+            b.add_attachment(int(ids[v]), carriages[i])
+        for v in np.nonzero(mesh.section == last)[0]:
+            b.add_attachment(int(ids[v]), carriages[i + 1])
+    counts = dict(
+        bodies=b.body_count,
+        particles=b.particle_count,
+        distance_constraints=b.distance_count,
+        tets=b.tet_count,
+        joints=len(b.joints),
+        attachments=len(b.attachments),
+    )
+    layout = SnakeLayout(mesh, link_particles, carriages, wheels, np.asarray(chamber, dtype=np.int32), counts)
+    return b, layout
+
+
+def snake_counts(config: SnakeConfig | None = None) -> dict:
+    """Model sizes of one snake next to paper Table I: {name: (ours, paper, relative difference)}."""
+    _, layout = build_snake(config or SnakeConfig())
+    return {k: (v, PAPER_TABLE_I[k], v / PAPER_TABLE_I[k] - 1.0) for k, v in layout.counts.items()}

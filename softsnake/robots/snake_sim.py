@@ -1,0 +1,198 @@
+"""SnakeSim: batched simulation of the pneumatic soft snake (many independent snakes in one model).
+
+Per control step (one frame = ``config.substeps`` solver steps of h = frame_dt/substeps): the chamber pressures move
+toward the targets through the latency model (Eqs. 10–12, once per solver step), a kernel turns them into rest-length
+scales ε(p) = 1 + p/Y of the actuation constraints (Eq. 4), and the solver advances every world.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import warp as wp
+
+from softsnake.io.files import write_npz_atomic
+from softsnake.kernels import actuation as kact
+from softsnake.sim import Solver
+
+from .pneumatics import PSI, ChamberPressures
+from .snake import SnakeConfig, build_snake
+
+CHECKPOINT_FORMAT = "softsnake-snake-checkpoint-1"
+
+
+def _heading(quat_xyzw: np.ndarray) -> np.ndarray:
+    """Yaw [rad] of a body's local x axis projected on the ground, for (..., 4) quaternions (x, y, z, w)."""
+    x, y, z, w = (quat_xyzw[..., k] for k in range(4))
+    return np.arctan2(2.0 * (x * y + w * z), 1.0 - 2.0 * (y * y + z * z))
+
+
+class SnakeSim:
+    """``worlds`` independent snakes on flat ground.
+
+    Args:
+        worlds: number of snakes simulated together (≥ 1).
+        device: Warp device ("cpu", "cuda", "cuda:0", …).
+        config: SnakeConfig (default: the documented defaults).
+    """
+
+    def __init__(self, worlds: int = 1, device: str = "cpu", config: SnakeConfig | None = None):
+        if isinstance(worlds, bool) or not isinstance(worlds, (int, np.integer)) or worlds < 1:
+            raise ValueError(f"worlds must be an integer ≥ 1, got {worlds!r}")
+        self.config = config if config is not None else SnakeConfig()
+        if not isinstance(self.config, SnakeConfig):
+            raise ValueError(f"config must be a SnakeConfig, got {type(self.config).__name__}")
+        self.worlds = int(worlds)
+        builder, self.layout = build_snake(self.config)
+        self.model = builder.finalize(device=device, worlds=self.worlds)  # unknown device → ValueError
+        self.device = self.model.device
+        self.state = self.model.state()
+        self.control = self.model.control()
+        self.solver = Solver(self.model, dt=self.config.h, config=self.config.solver)
+        cfg = self.config
+        self.links = cfg.links
+        self._pressures = ChamberPressures(self.worlds, cfg.links, cfg.pneumatics)
+        self._targets = np.zeros((self.worlds, cfg.links))
+        self._chamber_pa = wp.zeros(self.worlds * cfg.links * 2, dtype=float, device=self.device)
+        self._distance_chamber = wp.array(self.layout.distance_chamber, dtype=int, device=self.device)
+        self.time = 0.0
+        self.frame = 0
+        masses = self.model.particle_mass
+        self._particle_mass = masses
+        body_mass, _ = builder.resolved_body_mass_properties()
+        self._body_mass = np.asarray(body_mass, dtype=np.float64)
+        self.total_mass = float(masses.sum() + self._body_mass.sum())
+        self._upload_pressures()
+
+    # ------------------------------------------------------------------ control
+    def set_pressure_targets(self, targets_psi) -> None:
+        """Signed pressure targets [psi] per link, shape (worlds, links) or (links,) for all worlds; a > 0 inflates
+        chamber 0 (bends the link toward +y, positive curvature), a < 0 chamber 1. |a| ≤ p_max."""
+        a = np.asarray(targets_psi, dtype=np.float64)
+        if a.shape == (self.links,):
+            a = np.broadcast_to(a, (self.worlds, self.links))
+        self._targets = self._pressures._validate_targets(a).copy()
+
+    def step(self, frames: int = 1) -> None:
+        """Advance ``frames`` control steps (each ``config.substeps`` solver steps of ``config.h``)."""
+        if isinstance(frames, bool) or int(frames) != frames or frames < 0:
+            raise ValueError(f"frames must be an integer ≥ 0, got {frames!r}")
+        h = self.config.h
+        for _ in range(int(frames)):
+            for _ in range(self.config.substeps):
+                self._pressures.step(self._targets, h)
+                self._upload_pressures()
+                self.solver.step(self.state, self.control)
+            self.frame += 1
+            self.time = self.frame * self.config.frame_dt
+
+    def _upload_pressures(self) -> None:
+        self._chamber_pa.assign((self._pressures.values * PSI).reshape(-1).astype(np.float32))
+        m = self.model
+        wp.launch(
+            kact.chamber_rest_scale,
+            dim=self.worlds * m.distance_count,
+            inputs=[m.distance_count, 2 * self.links, float(self.config.youngs_modulus), self._distance_chamber, self._chamber_pa],
+            outputs=[self.control.distance_rest_scale],
+            device=self.device,
+        )
+
+    # ------------------------------------------------------------- read-backs
+    def pressures(self) -> np.ndarray:
+        """Signed link pressures p0 − p1 (worlds, links) [psi]."""
+        return self._pressures.signed()
+
+    def chamber_pressures(self) -> np.ndarray:
+        """Gauge pressure of every chamber (worlds, links, 2) [psi]."""
+        return self._pressures.values
+
+    def particle_positions(self) -> np.ndarray:
+        """(worlds, particles, 3) [m]."""
+        return self.state.particle_q.numpy().reshape(self.worlds, self.model.particle_count, 3)
+
+    def body_poses(self) -> np.ndarray:
+        """(worlds, bodies, 7): position [m] and quaternion (x, y, z, w)."""
+        return self.state.body_q.numpy().reshape(self.worlds, self.model.body_count, 7)
+
+    def com(self) -> np.ndarray:
+        """Centre of mass of each snake (worlds, 3) [m]."""
+        x = self.particle_positions().astype(np.float64)
+        bq = self.body_poses().astype(np.float64)
+        s = np.einsum("wpk,p->wk", x, self._particle_mass) + np.einsum("wbk,b->wk", bq[:, :, :3], self._body_mass)
+        return s / self.total_mass
+
+    def carriage_headings(self) -> np.ndarray:
+        """Yaw of every carriage's x axis (worlds, links + 1) [rad], tail → head."""
+        return _heading(self.body_poses()[:, self.layout.carriages, 3:].astype(np.float64))
+
+    def heading(self) -> np.ndarray:
+        """Mean yaw of the carriages (worlds,) [rad] (circular mean)."""
+        psi = self.carriage_headings()
+        return np.arctan2(np.sin(psi).mean(axis=1), np.cos(psi).mean(axis=1))
+
+    def curvatures(self) -> np.ndarray:
+        """Curvature of each link (worlds, links) [1/m]: the yaw change between the carriages at its ends over the
+        link length, as the paper measures it (Sec. VI-A). Positive: bends toward +y (chamber 0 inflated)."""
+        psi = self.carriage_headings()
+        d = np.angle(np.exp(1j * (psi[:, 1:] - psi[:, :-1])))
+        return d / self.config.link_length
+
+    # ------------------------------------------------------------ checkpoints
+    def save(self, path) -> Path:
+        """Write a checkpoint (.npz, atomically): config, time, pressures, targets, the engine state and the solver's
+        carried arrays. ``SnakeSim.load`` resumes it bit-identically on the same device type."""
+        path = Path(path)
+        arrays = dict(
+            format=np.array(CHECKPOINT_FORMAT),
+            config_toml=np.array(self.config.to_toml()),
+            meta=np.array(json.dumps(dict(worlds=self.worlds, frame=self.frame))),
+            chamber_pressures=self._pressures.values,
+            targets=self._targets,
+            particle_q=self.state.particle_q.numpy(),
+            particle_qd=self.state.particle_qd.numpy(),
+            body_q=self.state.body_q.numpy(),
+            body_qd=self.state.body_qd.numpy(),
+        )
+        arrays.update({"solver_" + k: v for k, v in self.solver.carried_state().items()})
+        return write_npz_atomic(path, **arrays)
+
+    @classmethod
+    def load(cls, path, device: str | None = None) -> "SnakeSim":
+        """Resume a checkpoint written by :meth:`save` (on ``device``, default the CPU)."""
+        path = Path(path)
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                data = {k: f[k] for k in f.files}
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read checkpoint {str(path)!r}: {exc}") from exc
+        if str(data.get("format", "")) != CHECKPOINT_FORMAT:
+            raise ValueError(f"{str(path)!r} is not a softsnake snake checkpoint")
+        import tomllib
+
+        config = SnakeConfig.from_dict(tomllib.loads(str(data["config_toml"])), source=str(path))
+        meta = json.loads(str(data["meta"]))
+        sim = cls(worlds=meta["worlds"], device=device or "cpu", config=config)
+        sim._pressures.set_state(data["chamber_pressures"])
+        sim._targets = np.asarray(data["targets"], dtype=np.float64)
+        for name in ("particle_q", "particle_qd", "body_q", "body_qd"):
+            getattr(sim.state, name).assign(data[name])
+        sim.solver.restore_carried_state({k[len("solver_"):]: v for k, v in data.items() if k.startswith("solver_")})
+        sim.frame = int(meta["frame"])
+        sim.time = sim.frame * config.frame_dt
+        sim._upload_pressures()
+        return sim
+
+    def __repr__(self) -> str:
+        c = self.layout.counts
+        return f"SnakeSim(worlds={self.worlds}, device={self.device}, particles/snake={c['particles']}, tets/snake={c['tets']}, h={self.config.h:.5f} s × {self.config.substeps} per frame)"
+
+
+def gait_targets(gait, t: float, worlds: int, links: int) -> np.ndarray:
+    """Targets (worlds, links) [psi] of one gait or a list of per-world gaits at time t [s]."""
+    if isinstance(gait, (list, tuple)):
+        if len(gait) != worlds:
+            raise ValueError(f"{len(gait)} gaits given for {worlds} worlds")
+        return np.stack([g.targets(t, links) for g in gait])
+    return np.broadcast_to(gait.targets(t, links), (worlds, links))
