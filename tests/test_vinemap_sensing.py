@@ -23,14 +23,18 @@ def test_eq16_17_single_wall_exact():
     assert math.degrees(th[contact][0]) == pytest.approx(120, abs=0.3)
     est = invert_streams(L, th, act.launch, act.angle)
     assert len(est) == 1 and len(est[0].pivots) == 1
-    # Eq. 16 takes the first contact sample as the contact instant; with 2 mm sampling the tip has already slid by
-    # up to one step, so the recovered points sit within a fraction of a millimetre of the wall line ...
+    # with the event-triggered onset sample, Eq. 16 places the first contact exactly and Eq. 17 keeps every
+    # recovered point on the wall line
+    np.testing.assert_allclose(est[0].points[:, 1], 0.59, atol=1e-9)
+    assert wall_errors(est, true_wall_runs(dep))[0] < 1e-6
+    # without it the contact instant is only known to within one sample: the midpoint estimate stays within a
+    # fraction of a millimetre here, and the offset shrinks with the sampling step
+    L, th = sensor_streams(dep, step=0.002, events=False)
+    est = invert_streams(L, th, act.launch, act.angle, event_samples=False)
     off_2mm = np.max(np.abs(est[0].points[:, 1] - 0.59))
-    assert off_2mm < 1e-3
-    assert wall_errors(est, true_wall_runs(dep))[0] < 0.003
-    # ... and the offset shrinks with the sampling step (the inversion itself is exact).
-    L, th = sensor_streams(dep, step=0.0002)
-    est = invert_streams(L, th, act.launch, act.angle)
+    assert 0 < off_2mm < 1e-3
+    L, th = sensor_streams(dep, step=0.0002, events=False)
+    est = invert_streams(L, th, act.launch, act.angle, event_samples=False)
     assert np.max(np.abs(est[0].points[:, 1] - 0.59)) < 0.2 * off_2mm
 
 
@@ -84,11 +88,15 @@ def test_noise_degrades_error():
     assert med[0] < med[1] < 0.03  # median wall error stays at the centimetre level with 1 deg / 1 mm noise
 
 
-def test_turning_streams_need_the_turn():
+def test_turned_streams_from_recorded_phases():
+    # the simulator records the turn geometry of every phase, so the action is no longer needed for the streams
     env = Environment([SLAB], robot_radius=0.01, launches=[(0.5, 0.05)])
-    dep = simulate(env.scene(), Action((0.5, 0.05), math.radians(95), 0.9, 0.3, math.radians(40)))
-    with pytest.raises(ValueError, match="turn"):
-        sensor_streams(dep)
+    act = Action((0.5, 0.05), math.radians(95), 0.9, 0.3, math.radians(40))
+    dep = simulate(env.scene(), act)
+    a = sensor_streams(dep)
+    b = sensor_streams(dep, action=act)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
 
 
 # Hand-picked turned deployments in uniform environment 0 (launch 0), covering pivot-at-turn (Eq. 22), rigid rotation

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .geometry2d import line_circle_param, norm, unit
+from .geometry2d import angle_of, line_circle_param, norm, unit, wrap
 
 __all__ = ["sensor_streams", "invert_streams", "WallEstimate", "wall_errors", "true_wall_runs"]
 
@@ -58,65 +58,134 @@ def _post_turn_length(R: float, lb: float, tt: float) -> float:
     return -lb * math.cos(tt) + math.sqrt(max(R * R - (lb * math.sin(tt)) ** 2, 0.0))
 
 
+def _locked_turn_point(B, lb: float, tip, la: float, T_ref):
+    """Turn point of a friction-locked robot: on ``|T - B| = lb`` (Eq. 26) at distance ``la`` from the pinned tip,
+    the circle intersection nearer ``T_ref``; ``None`` if the circles do not meet."""
+    dv = np.asarray(tip, float) - np.asarray(B, float)
+    dd = norm(dv)
+    if dd < 1e-15:
+        return None
+    x = (dd * dd + lb * lb - la * la) / (2 * dd)
+    y2 = lb * lb - x * x
+    if y2 < -1e-12 * max(lb * lb, 1e-30):
+        return None
+    y = math.sqrt(max(y2, 0.0))
+    ex = dv / dd
+    ey = np.array([-ex[1], ex[0]])
+    sols = [B + x * ex + y * ey, B + x * ex - y * ey]
+    return min(sols, key=lambda p: norm(p - np.asarray(T_ref, float)))
+
+
+def _phase_wall(ph):
+    """(point, unit direction) of the wall line a contact phase presses on, or ``None`` for free growth."""
+    if ph["kind"] == "free":
+        return None
+    if ph["kind"] == "friction_locked":
+        return ph["tip"], ph["w"] / norm(ph["w"])
+    w = ph["h2"] - ph["h"]
+    lw = norm(w)
+    return (ph["h"], w / lw) if lw >= 1e-12 else None
+
+
+def _same_line(a, b) -> bool:
+    if a is None or b is None:
+        return False
+    (p, u), (q, v) = a, b
+    return abs(u[0] * v[1] - u[1] * v[0]) < 1e-9 and abs(u[0] * (q - p)[1] - u[1] * (q - p)[0]) < 1e-9
+
+
+def _phase_sampler(ph):
+    """``(a0, a1, theta(L))`` of a contact phase: its length interval [m] and the collision angle along it."""
+    P = ph["pivot"]
+    if ph["kind"] == "friction_locked":
+        lb, tip, w = ph["lb"], ph["tip"], ph["w"] / norm(ph["w"])
+        arcT = ph["arc"] + lb
+        state = {"T": ph["T0"]}
+
+        def theta(L):
+            T = _locked_turn_point(P, lb, tip, L - arcT, state["T"])
+            if T is None:
+                return None
+            state["T"] = T
+            return _ccw_line_angle(tip - T, w)
+
+        return arcT + ph["la0"], arcT + ph["la1"], theta
+    h, h2 = ph["h"], ph["h2"]
+    w = (h2 - h) / norm(h2 - h)
+    arc = ph["arc"]
+    if ph["kind"] == "slide":
+        def theta(L):
+            r = line_circle_param(h, w, P, L - arc)
+            tip = h + (r[1] if r else 0.0) * w
+            return _ccw_line_angle((tip - P) / norm(tip - P), w)
+
+        return arc + norm(h - P), arc + norm(h2 - P), theta
+    # Rigid rotation of the turned robot about P (positive/negative pivot): the tip is P + l_b u(a) + l_a u(a + tt)
+    # on the wall line.
+    lb, tt = ph["lb"], ph["tt"]
+
+    def theta(L):
+        la = L - arc - lb
+        z = complex(lb, 0.0) + la * complex(math.cos(tt), math.sin(tt))   # tip relative to P, frame a = 0
+        r = line_circle_param(h, w, P, abs(z))
+        tip = h + (r[1] if r else 0.0) * w
+        a = math.atan2(*(tip - P)[::-1]) - math.atan2(z.imag, z.real)  # pre-turn direction
+        return _ccw_line_angle(unit(a + tt), w)                          # post-turn heading to the wall
+
+    return (arc + lb + _post_turn_length(norm(h - P), lb, tt), arc + lb + _post_turn_length(norm(h2 - P), lb, tt),
+            theta)
+
+
 def sensor_streams(dep, step: float = 0.001, *, action=None, angle_noise: float = 0.0, length_noise: float = 0.0,
-                   rng: np.random.Generator | None = None):
+                   rng: np.random.Generator | None = None, events: bool = True):
     """Length and collision-angle streams of a deployment: ``(L, theta_c)`` arrays [m], [rad].
 
-    Deployments of robots with a pre-formed turn need ``action`` (the simulated :class:`Action`, for the turn angle);
-    friction-locked episodes (tip pinned while the turn migrates, Eqs. 26-29) are not synthesised and raise
-    ``ValueError``. ``angle_noise`` [rad] and ``length_noise`` [m] add independent Gaussian noise to each sample.
+    Samples every ``step`` metres of growth. All phases the simulator records are synthesised: free growth (NaN),
+    sliding about a fixed pivot, rigid rotation of a turned robot (positive/negative pivot) and friction-locked
+    episodes (tip pinned, turn point moving on the circle of Eq. 26; Eqs. 26-29). ``action`` is accepted for
+    backward compatibility and not needed (the simulator records the turn geometry of each phase).
+
+    ``events=True`` adds the samples an event-triggered tip sensor logs when its contact state changes: at contact
+    onset, at a jump of the collision angle (the tip passes onto another wall) and at contact loss. Without them the
+    instant of these events is only known to within one ``step``, which with a pivot a few millimetres from the tip
+    leaves the wall direction undetermined by several degrees (see ``docs/vinemap.md``).
+    ``angle_noise`` [rad] and ``length_noise`` [m] add independent Gaussian noise to each sample.
     """
-    turned = any(p["kind"] == "turn_slide" for p in dep.phases) or dep.turn_point is not None
-    if turned and (action is None or not action.has_turn):
-        raise ValueError("streams of a turned robot need the action with its turn (turn angle)")
-    if "friction_locked" in dep.events:
-        raise ValueError("friction-locked turn episodes are not synthesised into sensor streams")
-    if turned:
-        arcs = _shape_arcs(dep.shape)
-        arc_T = _arc_of_vertex(dep.shape, arcs, dep.turn_point)
-        tt = float(action.turn_angle)
     Ls, th = [], []
-    for ph in dep.phases:
+
+    def add(L, t):
+        if Ls and L <= Ls[-1] + 1e-12:
+            return  # re-growth records after a wrap repeat lengths already sensed
+        Ls.append(float(L))
+        th.append(t)
+
+    phases = dep.phases
+    prev_wall = None
+    for k, ph in enumerate(phases):
         if ph["kind"] == "free":
             a0, a1 = ph["arc"] + ph["t0"], ph["arc"] + ph["t1"]
-            for L in np.arange(math.ceil(a0 / step) * step, a1 - 1e-12, step):
-                if Ls and L <= Ls[-1] + 1e-12:
-                    continue  # re-growth records after a wrap repeat lengths already sensed
-                Ls.append(L)
-                th.append(np.nan)
+            for L in np.arange(math.ceil(a0 / step - 1e-9) * step, a1 - 1e-12, step):
+                add(L, np.nan)
+            prev_wall = None
             continue
-        P, h, h2 = ph["pivot"], ph["h"], ph["h2"]
-        w = h2 - h
-        lw = norm(w)
-        if lw < 1e-12:
+        wall = _phase_wall(ph)
+        if wall is None or (ph["kind"] == "friction_locked" and ph["la1"] <= ph["la0"]):
             continue
-        w = w / lw
-        if ph["kind"] == "slide":
-            arc = ph["arc"]
-            a0, a1 = arc + norm(h - P), arc + norm(h2 - P)
-        else:
-            # Rigid rotation of the turned robot about P (positive/negative pivot): the pre-turn length l_b is the
-            # arclength from P to the turn point, the tip is P + l_b u(a) + l_a u(a + tt) on the wall line.
-            arc = _arc_of_vertex(dep.shape, arcs, P)
-            lb = arc_T - arc
-            a0 = arc + lb + _post_turn_length(norm(h - P), lb, tt)
-            a1 = arc + lb + _post_turn_length(norm(h2 - P), lb, tt)
-        for L in np.arange(math.ceil(a0 / step) * step, a1 + 1e-12, step):
+        a0, a1, theta = _phase_sampler(ph)
+        Lq = list(np.arange(math.ceil(a0 / step - 1e-9) * step, a1 + 1e-12, step))
+        if events and not _same_line(wall, prev_wall):
+            Lq = [a0] + [L for L in Lq if L > a0 + 1e-12]
+        nxt = next((q for q in phases[k + 1:] if q["kind"] == "free" or _phase_wall(q) is not None), None)
+        if events and (nxt is None or nxt["kind"] == "free") and (not Lq or a1 > Lq[-1] + 1e-12):
+            Lq.append(a1)
+        for L in Lq:
             if Ls and L <= Ls[-1] + 1e-12:
                 continue
-            if ph["kind"] == "slide":
-                r = line_circle_param(h, w, P, L - arc)
-                tip = h + (r[1] if r else 0.0) * w
-                d = (tip - P) / norm(tip - P)
-            else:
-                la = L - arc - lb
-                z = complex(lb, 0.0) + la * complex(math.cos(tt), math.sin(tt))   # tip relative to P, frame a = 0
-                r = line_circle_param(h, w, P, abs(z))
-                tip = h + (r[1] if r else 0.0) * w
-                a = math.atan2(*(tip - P)[::-1]) - math.atan2(z.imag, z.real)  # pre-turn direction
-                d = unit(a + tt)                                                 # post-turn heading
-            Ls.append(L)
-            th.append(_ccw_line_angle(d, w))
+            t = theta(L)
+            if t is None:
+                break
+            add(L, t)
+        prev_wall = wall
     L = np.asarray(Ls)
     t = np.asarray(th)
     if rng is None:
@@ -163,166 +232,678 @@ def _smooth(x: np.ndarray, k: int) -> np.ndarray:
     return np.convolve(xp, np.ones(k) / k, mode="valid")[: len(x)]
 
 
-def invert_streams(L: np.ndarray, theta: np.ndarray, launch, launch_angle: float, *, turn_length: float | None = None,
-                   turn_angle: float = 0.0, angle_noise: float = 0.0, length_noise: float = 0.0,
-                   jump: float = math.radians(8.0)) -> list[WallEstimate]:
-    """Recover walls from length/collision-angle streams (Section 2.4), straight or with one pre-formed turn.
+_TOL0 = 1e-7   # [m] consistency tolerance of the kinematic invariants for noise-free streams
 
-    ``turn_length`` [m]: arclength from the base at which the turn forms; ``turn_angle`` [rad]: its signed angle
-    (the robot's starting shape, known to the operator). ``angle_noise``/``length_noise``: the sensor's standard
-    deviations, used for smoothing and for the threshold that flags a pivot change. Friction-locked episodes are not
-    handled. Returns one :class:`WallEstimate` per contact run.
+
+@dataclass(eq=False)
+class _Mode:
+    """Kinematics of the moving part of the robot while its tip touches a wall.
+
+    ``S``: straight tip segment pivoting about ``Q`` (Eqs. 17, 22); ``R``: the turned robot rotating rigidly about
+    ``Q`` with the turn at arclength ``arcT`` (positive/negative pivot, Eqs. 23-25); ``F``: friction-locked, tip
+    pinned at ``Co`` while the turn point moves on ``|T - Q| = l_b`` (Eqs. 26-29). ``phi`` below is the heading of the
+    tip segment, ``theta`` the collision angle, ``thW = phi + theta`` the wall direction (Eq. 21).
     """
-    L = np.asarray(L, float)
-    theta = np.asarray(theta, float)
-    P = np.asarray(launch, float)
-    arcP = 0.0
-    thB = float(launch_angle)                      # direction of the body segment leaving P (pre-turn if turning)
-    tt = float(turn_angle)
-    turn_pending = turn_length is not None and tt != 0.0
-    turning, lb = False, 0.0                       # active turn: T = P + lb u(thB), post-turn heading thB + tt
-    cands: list[tuple[np.ndarray, float]] = []  # wall ends passed on the current body line (skimmed corners)
-    walls = []
-    smooth_k = 1 if angle_noise == 0 else 15
-    for i0, i1, split in _runs(theta, jump + 4 * angle_noise):
-        Li = L[i0:i1]
-        ti = _smooth(theta[i0:i1], smooth_k)
-        if turn_pending and turn_length < Li[0] - 1e-9:
-            # Algorithm 1 lines 11-15: the turn forms during free growth before this contact.
-            turn_pending = False
-            lb = turn_length - arcP
-            if lb <= 1e-9:
-                thB += tt                            # turn at a fixed pivot: a permanent bend
-            else:
-                turning = True
-                cands = [(c, a) for c, a in cands if a < turn_length]
-        if turning:
-            arcT = arcP + lb
-            T = P + lb * unit(thB)
-            thW = thB + tt + ti[0]                          # Eq. 21
-            Co = T + (Li[0] - arcT) * unit(thB + tt)        # Eq. 20
+
+    kind: str
+    Q: np.ndarray
+    arcQ: float
+    arcT: float = 0.0
+    tt: float = 0.0
+    Co: np.ndarray | None = None
+
+    @property
+    def lb(self) -> float:
+        return self.arcT - self.arcQ
+
+    def g(self, L, th):
+        """Distance from ``Q`` to the wall line, from one sample (constant while the mode holds)."""
+        if self.kind == "S":
+            return (L - self.arcQ) * np.sin(th)
+        return self.lb * np.sin(th + self.tt) + (L - self.arcT) * np.sin(th)
+
+    def dg(self, L, th):
+        if self.kind == "S":
+            return (L - self.arcQ) * np.cos(th)
+        return self.lb * np.cos(th + self.tt) + (L - self.arcT) * np.cos(th)
+
+    def turn_point(self, phi: float) -> np.ndarray:
+        return self.Q + self.lb * unit(phi - self.tt)
+
+    def tips(self, L, th, thW: float) -> np.ndarray:
+        L = np.atleast_1d(np.asarray(L, float))
+        phi = thW - np.atleast_1d(np.asarray(th, float))
+        u = np.stack([np.cos(phi), np.sin(phi)], axis=1)
+        if self.kind == "F":
+            return np.repeat(self.Co[None, :], len(L), axis=0)
+        if self.kind == "S":
+            return self.Q + (L - self.arcQ)[:, None] * u
+        v = np.stack([np.cos(phi - self.tt), np.sin(phi - self.tt)], axis=1)
+        return self.Q + self.lb * v + (L - self.arcT)[:, None] * u
+
+    def theta_at(self, L: float, d: float, ref: float) -> float:
+        """Collision angle at length ``L`` for which the invariant equals ``d`` (branch nearest ``ref``)."""
+        if self.kind == "S":
+            ell = L - self.arcQ
+            if ell <= 1e-12:
+                return ref
+            a = math.asin(min(max(d / ell, -1.0), 1.0))
+            return a if abs(a - ref) <= abs(math.pi - a - ref) else math.pi - a
+        if self.kind == "F":
+            return ref
+        t = ref
+        for _ in range(30):
+            f = float(self.g(L, t)) - d
+            df = float(self.dg(L, t))
+            if abs(df) < 1e-12:
+                break
+            step = max(min(f / df, 0.2), -0.2)
+            t -= step
+            if abs(step) < 1e-14:
+                break
+        return t if abs(t - ref) < 0.5 else ref
+
+
+@dataclass(eq=False)
+class _Hyp:
+    """A candidate explanation of the samples from index ``j`` on: the mode, its wall and how long it holds."""
+
+    mode: _Mode
+    n: int                          # samples consistent with the hypothesis
+    d: float                        # the mode's invariant (distance from Q to the wall line)
+    prior: int                      # tie-break rank (lower first)
+    new_wall: bool                  # whether the hypothesis starts a new wall estimate
+    wall: tuple | None = None       # (thW, Co) for a new wall; None: keep the current wall
+    pivot: np.ndarray | None = None  # a new fixed pivot (wrapped corner / frozen turn) for the report
+    turn_frozen: bool = False
+    rms: float = 0.0
+
+
+class _Inverter:
+    def __init__(self, L, theta, launch, launch_angle, turn_length, turn_angle, angle_noise, length_noise, jump,
+                 friction, radius, event_samples):
+        self.events = bool(event_samples)
+        self.L = np.asarray(L, float)
+        self.raw = np.asarray(theta, float)
+        self.th = self.raw.copy()
+        self.noisy = angle_noise > 0 or length_noise > 0
+        self.sa, self.sl = float(angle_noise), float(length_noise)
+        self.k = 15 if angle_noise > 0 else 1
+        self.win = 10 if self.noisy else 1
+        self.jump = jump
+        self.friction, self.radius = friction, radius
+        self.tt = float(turn_angle)
+        self.turn_pending = turn_length is not None and self.tt != 0.0
+        self.turn_length = float(turn_length) if turn_length is not None else 0.0
+        # the robot before the first contact: straight from the launch point
+        self.mode = _Mode("S", np.asarray(launch, float), 0.0)
+        self.phi = float(launch_angle)
+        self.cands: list[tuple] = []   # skimmed corners: point, arc, side, on post-turn, (position(L), bracket)
+        self.walls: list[WallEstimate] = []
+        self.flight_arc = 0.0          # arclength where the current free growth started
+        self.turning = False           # a formed, still active turn (mode R between contacts)
+
+    # -- helpers ---------------------------------------------------------------------------------------------------
+    def tol(self, ell):
+        eff = self.sa / math.sqrt(self.k)
+        return _TOL0 + 3.0 * (eff * np.maximum(ell, 0.0) + self.sl)
+
+    def prefix(self, gv: np.ndarray, ell: np.ndarray, d: float | None = None):
+        """Number of leading samples whose invariant stays at ``d`` (fitted from the first samples if ``None``)."""
+        if len(gv) == 0:
+            return 0, (d if d is not None else 0.0), 0.0
+        tol = self.tol(ell)
+        if not self.noisy:
+            d = float(gv[0]) if d is None else d
+            bad = np.flatnonzero(np.abs(gv - d) > tol)
+            n = int(bad[0]) if len(bad) else len(gv)
+            return n, d, float(np.sqrt(np.mean((gv[:max(n, 1)] - d) ** 2)))
+        w = self.win
+        if d is None:
+            d = float(np.median(gv[:w]))
+        dev = np.abs(gv - d)
+        if len(dev) >= w:
+            med = np.median(np.lib.stride_tricks.sliding_window_view(dev, w), axis=1)
+            med = np.concatenate([med, [np.median(dev[i:]) for i in range(len(dev) - w + 1, len(dev))]])
         else:
-            thW = thB + ti[0]                               # Eq. 21 (no turn)
-            Co = P + (Li[0] - arcP) * unit(thB)             # Eq. 16
-        phi = thW - ti                                      # heading of the tip segment at each sample
-        uW = unit(thW)
-        nW = np.array([-uW[1], uW[0]])
-        eff = angle_noise / math.sqrt(smooth_k)
-        tol = 1e-6 + 3.0 * (eff * max(Li[-1] - arcP, 0.0) + length_noise)
+            med = np.array([np.median(dev[i:]) for i in range(len(dev))])
+        bad = np.flatnonzero(med > tol)
+        n = int(bad[0]) if len(bad) else len(gv)
+        return n, d, float(np.sqrt(np.mean((gv[:max(n, 1)] - d) ** 2)))
 
-        def tips(Q, arcQ, sl=slice(None)):
-            """Eq. 17: tip positions with the tip segment pivoting about Q (arclength arcQ)."""
-            return Q + (Li[sl] - arcQ)[:, None] * np.stack([np.cos(phi[sl]), np.sin(phi[sl])], axis=1)
+    def ell(self, mode: _Mode, sl):
+        return self.L[sl] - mode.arcQ
 
-        def tips_rigid(sl=slice(None)):
-            """Eqs. 24-25: the turned robot rotates rigidly about P; pre-turn direction phi - tt (Eq. 24)."""
-            a = phi[sl] - tt
-            pre = lb * np.stack([np.cos(a), np.sin(a)], axis=1)
-            return P + pre + (Li[sl] - arcP - lb)[:, None] * np.stack([np.cos(phi[sl]), np.sin(phi[sl])], axis=1)
+    def test_mode(self, mode: _Mode, j: int, end: int, d: float | None = None):
+        sl = slice(j, end)
+        gv = mode.g(self.L[sl], self.th[sl])
+        return self.prefix(gv, self.ell(mode, sl), d)
 
-        # Pivot at the start of the run: the current pivot (the turn point T for pivot-at-turn, Eq. 22), a skimmed
-        # corner on the tip segment, or -- with an active turn -- rigid rotation about P (positive/negative pivot).
-        m = min(len(Li), 12)
-        options = [(T, arcT) if turning else (P, arcP)] + cands
-        resid = [np.mean(np.abs((tips(Q, a, slice(0, m)) - Co) @ nW)) for Q, a in options]
-        rigid = False
-        if turning and lb > 0:
-            r_rig = np.mean(np.abs((tips_rigid(slice(0, m)) - Co) @ nW))
-            rigid = r_rig < min(resid)
-        Q, arcQ = options[int(np.argmin(resid))]
-        if rigid:
-            Q, arcQ = P, arcP
-        elif turning:
-            turning = False                                 # the turn is frozen as a fixed bend (Eq. 22)
-        pivots = [Q]
-        pts = []
-        i = 0
-        win = 1 if angle_noise == 0 and length_noise == 0 else 10
-        while i < len(Li):
-            ahead = slice(i, min(i + win, len(Li)))
-            if rigid:
-                res = np.abs((tips_rigid(ahead) - Co) @ nW)
-                if i == 0 or np.median(res) <= tol:
-                    pts.append(tips_rigid(slice(i, i + 1))[0])
-                    i += 1
-                    continue
-                # The rotation stops (a corner is wrapped): freeze the turn where it was at the last consistent
-                # sample and treat the tip segment as a straight body from there (pivot search below).
-                rigid, turning = False, False
-                Q, arcQ = P + lb * unit(phi[i - 1] - tt), arcP + lb
-                pivots.append(Q)
-                continue
-            res = np.abs((tips(Q, arcQ, ahead) - Co) @ nW)
-            if i == 0 or np.median(res) <= tol:
-                pts.append(tips(Q, arcQ, slice(i, i + 1))[0])
-                i += 1
-                continue
-            # Pivot change: B' = Q + s u(phi_k) on the body line at the last consistent sample k = i - 1;
-            # s from the flat-wall condition n_W . (C_j - C_o) = 0 on the following samples (least squares).
-            k = i - 1
-            uk = unit(phi[k])
-            sl = slice(i, min(i + 40, len(Li)))
-            ui = np.stack([np.cos(phi[sl]), np.sin(phi[sl])], axis=1)
-            a = uk @ nW - ui @ nW
-            b = -((Q - Co) @ nW) - (Li[sl] - arcQ) * (ui @ nW)
-            s = float(a @ b / max(a @ a, 1e-300))
-            if not (0.0 < s < Li[i] - arcQ):
-                pts.append(tips(Q, arcQ, slice(i, i + 1))[0])  # not a consistent kink (noise): keep the pivot
-                i += 1
-                continue
-            Q, arcQ = Q + s * uk, arcQ + s
-            if len(pivots) > 1 and norm(Q - pivots[-1]) < 0.01:
-                pivots[-1] = Q  # refinement of the pivot found a few samples earlier
+    # -- onset of a contact (Eqs. 16, 20, 21) ----------------------------------------------------------------------
+    def source(self):
+        """Start point, its arclength and the heading of the free growth."""
+        if self.mode.kind == "R":
+            return self.mode.turn_point(self.phi), self.mode.arcT, self.phi
+        return self.mode.Q, self.mode.arcQ, self.phi
+
+    def onset_hyps(self, j: int, end: int, Lprev: float | None) -> list[_Hyp]:
+        """Explanations of a new contact at sample ``j`` from the free-growth state."""
+        L, th = self.L, self.th
+        Lc = L[j] if (Lprev is None or self.events) else 0.5 * (Lprev + L[j])
+        src, arc_src, hf = self.source()
+        Co = src + (Lc - arc_src) * unit(hf)
+        side = 1 if th[j] < math.pi / 2 else -1          # rotation side of a straight slide (Algorithm 2)
+        modes = []
+        if self.mode.kind == "S":
+            modes.append(("S0", _Mode("S", self.mode.Q, self.mode.arcQ), None, False))
+            for c in self.cands:
+                mode = self.fit_cand(_Mode("S", c[0], c[1]), c, j, end)
+                modes.append(("Sc" if c[2] == side else "Sx", mode, mode.Q, False))
+        else:
+            m = self.mode
+            T = m.turn_point(self.phi)
+            modes.append(("PaT", _Mode("S", T, m.arcT), T, True))
+            modes.append(("R0", _Mode("R", m.Q, m.arcQ, m.arcT, m.tt), None, False))
+            for c in self.cands:
+                if c[3]:
+                    mode = self.fit_cand(_Mode("S", c[0], c[1]), c, j, end)
+                    modes.append(("Sla", mode, mode.Q, True))
+                elif c[1] < m.arcT - 1e-9:
+                    mode = self.fit_cand(_Mode("R", c[0], c[1], m.arcT, m.tt), c, j, end)
+                    modes.append(("Rlb", mode, mode.Q, False))
+        prior = self.prior_order(modes, th[j], Lc)
+        out = []
+        for name, mode, piv, frozen in modes:
+            n, d, rms = self.test_mode(mode, j, end)
+            thc = mode.theta_at(Lc, d, th[j])
+            out.append(_Hyp(mode, n, d, prior[name], True, (hf + thc, Co), piv, frozen, rms))
+        if self.mode.kind == "R":
+            fl = self.fit_locked(j, end, lambda Le: src + (Le - arc_src) * unit(hf), hf,
+                                 (Lc if self.events or Lprev is None else Lprev, L[j]), self.mode)
+            if fl is not None:
+                fl.prior = prior["FL"]
+                out.append(fl)
+        return out
+
+    def fit_cand(self, mode: _Mode, cand, j: int, end: int) -> _Mode:
+        """A skimmed corner as pivot: without event samples its position along the previous wall is only known to
+        within one sample; the invariant is linear in the corner's arclength (= the robot length when the tip passed
+        it), so fit it from the first samples of the new contact."""
+        if self.events or cand[4] is None:
+            return mode
+        m = min(end - j, 4 if not self.noisy else 30)
+        if m < 2:
+            return mode
+        Li, ti = self.L[j:j + m], self.th[j:j + m]
+        if mode.kind == "S":
+            A = np.stack([np.sin(ti), np.ones_like(ti)], axis=1)
+            y = Li * np.sin(ti)
+        else:
+            s2 = np.sin(ti + mode.tt)
+            A = np.stack([s2, np.ones_like(ti)], axis=1)
+            y = mode.arcT * s2 + (Li - mode.arcT) * np.sin(ti)
+        sol, *_ = np.linalg.lstsq(A, y, rcond=None)
+        lo, hi = cand[4][1]
+        arc = float(min(max(sol[0], lo), hi))
+        pos = cand[4][0](arc)
+        if pos is None:
+            return mode
+        return _Mode(mode.kind, pos, arc, mode.arcT, mode.tt)
+
+    def prior_order(self, modes, th0: float, Lc: float) -> dict:
+        """Tie-break ranks (used only when the samples cannot tell the hypotheses apart), mirroring Algorithms 2-3."""
+        names = [m[0] for m in modes]
+        rank = {}
+        if self.mode.kind == "S":
+            order = ["Sc", "S0", "Sx"]
+        else:
+            morph = None
+            m = self.mode
+            if self.friction is not None and self.radius is not None and m.lb > 0:
+                from .kinematics import classify_turn_morphology
+                sig = 1 if m.tt > 0 else -1
+                tc = th0 if sig > 0 else math.pi - th0
+                morph = classify_turn_morphology(tc, abs(m.tt), self.friction, m.lb, max(Lc - m.arcT, 1e-9),
+                                                 self.radius)
+            if morph == "pivot_at_turn":
+                order = ["PaT", "Sla", "R0", "Rlb", "FL"]
+            elif morph == "friction_locked":
+                order = ["FL", "PaT", "R0", "Rlb", "Sla"]
             else:
-                pivots.append(Q)
-            pts.append(tips(Q, arcQ, slice(i, i + 1))[0])
-            i += 1
-        pts = np.asarray(pts)
-        # Wall line through the contact points (total least squares), segment between the extreme projections.
-        cen = pts.mean(axis=0)
-        if len(pts) >= 3 and angle_noise > 0:
+                order = ["Sla", "Rlb", "R0", "PaT", "FL"]
+        for n in names + ["FL"]:
+            rank[n] = order.index(n) if n in order else len(order)
+        return rank
+
+    def fit_locked(self, j: int, end: int, tip_of, h_ref: float, bracket, base: _Mode):
+        """Friction-locked hypothesis: the tip is pinned at ``tip_of(Lc)`` (contact at length ``Lc`` in ``bracket``)
+        while the turn point slides on ``|T - Q| = l_b`` (Eq. 26). Each sample then fixes the wall direction; the
+        contact length is the one that makes them agree (Eqs. 27-29 inverted)."""
+        L, th = self.L, self.th
+        lb = base.lb
+        if lb <= 1e-9 or end - j < 2:
+            return None
+        m = min(end - j, 3 if not self.noisy else 30)
+        idx = np.arange(j, j + m)
+        la = L[idx] - base.arcT
+
+        def walls(Lc):
+            Co = tip_of(Lc)
+            D = Co - base.Q
+            dD = norm(D)
+            if dD < 1e-12:
+                return None
+            c = (dD * dD + la * la - lb * lb) / (2 * la * dD)
+            if np.any(np.abs(c) > 1 + 1e-9):
+                return None
+            ac = np.arccos(np.clip(c, -1, 1))
+            base_a = math.atan2(D[1], D[0])
+            out = []
+            for sgn in (1, -1):
+                psi = base_a + sgn * ac
+                if abs(wrap(float(psi[0]) - h_ref)) > 0.6:
+                    continue
+                out.append(psi + th[idx])
+            if not out:
+                return None
+            return min(out, key=lambda w: abs(wrap(float(w[0] - th[j]) - h_ref)))
+
+        def spread(Lc):
+            w = walls(Lc)
+            if w is None:
+                return 1e9
+            w = np.unwrap(w)
+            return float(np.std(w)) if not self.noisy else float(np.median(np.abs(w - np.median(w))))
+
+        lo, hi = bracket
+        if hi - lo < 1e-12:
+            best = lo
+        else:
+            xs = np.linspace(lo, hi, 21)
+            vals = [spread(x) for x in xs]
+            k = int(np.argmin(vals))
+            a, b = xs[max(k - 1, 0)], xs[min(k + 1, len(xs) - 1)]
+            gr = (math.sqrt(5) - 1) / 2
+            c1, c2 = b - gr * (b - a), a + gr * (b - a)
+            f1, f2 = spread(c1), spread(c2)
+            for _ in range(60):
+                if f1 < f2:
+                    b, c2, f2 = c2, c1, f1
+                    c1 = b - gr * (b - a)
+                    f1 = spread(c1)
+                else:
+                    a, c1, f1 = c1, c2, f2
+                    c2 = a + gr * (b - a)
+                    f2 = spread(c2)
+            best = 0.5 * (a + b)
+        w = walls(best)
+        if w is None:
+            return None
+        thW = float(np.median(np.unwrap(w)))
+        Co = tip_of(best)
+        mode = _Mode("F", base.Q, base.arcQ, base.arcT, base.tt, Co)
+        n = self.test_locked(mode, thW, j, end)
+        if n < 2:
+            return None
+        return _Hyp(mode, n, 0.0, 9, True, (thW, Co), None, False, spread(best))
+
+    def locked_resid(self, mode: _Mode, thW: float, sl):
+        la = self.L[sl] - mode.arcT
+        phi = thW - self.th[sl]
+        T = mode.Co - la[:, None] * np.stack([np.cos(phi), np.sin(phi)], axis=1)
+        return np.hypot(*(T - mode.Q).T) - mode.lb
+
+    def test_locked(self, mode: _Mode, thW: float, j: int, end: int) -> int:
+        r = np.abs(self.locked_resid(mode, thW, slice(j, end)))
+        n, _, _ = self.prefix(r, self.L[j:end] - mode.arcT, 0.0)
+        return n
+
+    # -- events inside a contact -----------------------------------------------------------------------------------
+    def kink_hyps(self, j: int, end: int, d_old: float, thW: float, Co) -> list[_Hyp]:
+        """Explanations of the first sample ``j`` that the current mode no longer fits."""
+        L, th = self.L, self.th
+        m = self.mode
+        out = []
+        Lk = L[j] if self.events else 0.5 * (L[j - 1] + L[j])
+        nfit = min(end - j, 3 if not self.noisy else 40)
+        sl = slice(j, j + nfit)
+        if m.kind in ("S", "R") and nfit >= 2:
+            # Wrap (Section 2.4, Eqs. 18-19 in general form): a new fixed pivot V with arclength arcV on the body;
+            # on the same wall the invariant is linear in (arcV, c = n.(V - Q)).
+            Li, ti = L[sl], th[sl]
+            variants = [("S", None)]
+            if m.kind == "R":
+                variants = [("R", None), ("S", "la")]
+            for kind, _ in variants:
+                if kind == "S":
+                    # (L_i - arcV) sin th_i - c = d_old  ->  L_i sin - d_old = arcV sin + c
+                    A = np.stack([np.sin(ti), np.ones_like(ti)], axis=1)
+                    y = Li * np.sin(ti) - d_old
+                else:
+                    # arcT sin(th+tt) - arcV sin(th+tt) + la sin th - c = d_old
+                    s2 = np.sin(ti + m.tt)
+                    A = np.stack([s2, np.ones_like(ti)], axis=1)
+                    y = m.arcT * s2 + (Li - m.arcT) * np.sin(ti) - d_old
+                sol, *_ = np.linalg.lstsq(A, y, rcond=None)
+                arcV, c = float(sol[0]), float(sol[1])
+                V = self.wrap_point(kind, arcV, c, Lk, d_old, thW, th[j - 1])
+                if V is None:
+                    continue
+                mode = (_Mode("S", V, arcV) if kind == "S" else _Mode("R", V, arcV, m.arcT, m.tt))
+                n, d, rms = self.test_mode(mode, j, end)
+                out.append(_Hyp(mode, n, d, 0, False, None, V, m.kind == "R" and kind == "S", rms))
+        if m.kind == "S" and nfit == 1:
+            # A single sample after the kink: a wrap at the last consistent length is tested in closed form (a wrap
+            # keeps theta continuous, a wall corner makes it jump, so a feasible wrap is preferred).
+            Lw = L[j - 1]
+            thw = float(th[j - 1])
+            ellj = L[j] - m.arcQ
+            den = math.sin(thw) - math.sin(th[j])
+            if abs(den) > 1e-15:
+                sw = (d_old - ellj * math.sin(th[j])) / den
+                if 1e-9 < sw < Lw - m.arcQ:
+                    V = m.Q + sw * unit(thW - thw)
+                    mode = _Mode("S", V, m.arcQ + sw)
+                    out.append(_Hyp(mode, 1, float(mode.g(L[j], th[j])), 0, False, None, V, False, 0.0))
+        if m.kind in ("S", "R"):
+            # A corner of the wall: same kinematics, new wall line through the tip at the corner.
+            thK = m.theta_at(Lk, d_old, th[j - 1])
+            phiK = thW - thK
+            K = m.tips([Lk], [thK], thW)[0]
+            cand = [("C0", _Mode(m.kind, m.Q, m.arcQ, m.arcT, m.tt), None, False)]
+            if m.kind == "R":
+                TK = m.turn_point(phiK)
+                cand.append(("CPaT", _Mode("S", TK, m.arcT), TK, True))
+            for r, (name, mode, piv, frozen) in enumerate(cand):
+                n, d, rms = self.test_mode(mode, j, end)
+                thK2 = mode.theta_at(Lk, d, th[j])
+                out.append(_Hyp(mode, n, d, 1 + r, True, (phiK + thK2, K), piv, frozen, rms))
+            if m.kind == "R":
+                fl = self.fit_locked(j, end, lambda Le: m.tips([Le], [m.theta_at(Le, d_old, th[j - 1])], thW)[0],
+                                     phiK, (Lk if self.events else L[j - 1], L[j]), m)
+                if fl is not None:
+                    fl.prior = 4
+                    out.append(fl)
+        if m.kind == "F":
+            out.extend(self.unlock_hyps(j, end, thW))
+        return out
+
+    def wrap_point(self, kind: str, arcV: float, c: float, Lk: float, d_old: float, thW: float, th_ref: float):
+        """Position of a wrapped pivot from its arclength and wall distance (the body at the wrap instant)."""
+        m = self.mode
+        if m.kind == "S":
+            s = arcV - m.arcQ
+            if not (1e-9 < s < Lk - m.arcQ):
+                return None
+            x = -c / s
+            if abs(x) > 1 + 1e-9:
+                return None
+            a = math.asin(min(max(x, -1.0), 1.0))
+            thw = a if abs(a - th_ref) <= abs(math.pi - a - th_ref) else math.pi - a
+            return m.Q + s * unit(thW - thw)
+        if kind == "R":
+            s = arcV - m.arcQ
+            if not (1e-9 < s < m.lb - 1e-9):
+                return None
+            x = -c / s
+            if abs(x) > 1 + 1e-9:
+                return None
+            a = math.asin(min(max(x, -1.0), 1.0))
+            ref = th_ref + m.tt
+            b = a if abs(wrap(a - ref)) <= abs(wrap(math.pi - a - ref)) else math.pi - a
+            return m.Q + s * unit(thW - (b - m.tt) - m.tt)
+        e = arcV - m.arcT
+        if not (1e-9 < e < Lk - m.arcT):
+            return None
+        t = th_ref          # solve lb sin(t + tt) + e sin t = -c near the last angle
+        for _ in range(40):
+            f = m.lb * math.sin(t + m.tt) + e * math.sin(t) + c
+            df = m.lb * math.cos(t + m.tt) + e * math.cos(t)
+            if abs(df) < 1e-12:
+                return None
+            dt = max(min(f / df, 0.2), -0.2)
+            t -= dt
+            if abs(dt) < 1e-14:
+                break
+        if abs(t - th_ref) > 0.5:
+            return None
+        phiw = thW - t
+        return m.Q + m.lb * unit(phiw - m.tt) + e * unit(phiw)
+
+    def unlock_hyps(self, j: int, end: int, thW: float) -> list[_Hyp]:
+        """The friction-locked tip starts to slide (Algorithm 3 lines 21-24): the turn freezes where it is
+        (pivot-at-turn) or the robot, with its new turn angle, rotates rigidly about its pivot."""
+        m = self.mode
+        L, th = self.L, self.th
+        out = []
+        n_w = np.array([-math.sin(thW), math.cos(thW)])
+        # pivot-at-turn: the invariant fixes the offset of the frozen turn point from the wall line
+        S = _Mode("S", m.Q, m.arcT)   # only the invariant is used here (Q replaced below)
+        n, d, rms = self.test_mode(S, j, end)
+        if n >= 1:
+            # T_e on |T - Q| = l_b with n.(T_e - Co) = d (line-circle intersection nearest the last locked T)
+            la_prev = L[j - 1] - m.arcT
+            T_prev = m.Co - la_prev * unit(thW - th[j - 1])
+            r = line_circle_param(m.Co + d * n_w, unit(thW), m.Q, m.lb)
+            if r is not None:
+                cands = [m.Co + d * n_w + t * unit(thW) for t in r]
+                TE = min(cands, key=lambda p: norm(p - T_prev))
+                out.append(_Hyp(_Mode("S", TE, m.arcT), n, d, 0, False, None, TE, True, rms))
+        # a skimmed corner on the post-turn segment becomes the pivot (the turn freezes)
+        # (the lock moved the turn point, so the corner's arclength follows from its known distance to the wall)
+        for c in self.cands:
+            if c[3] and abs(math.sin(th[j])) > 1e-9:
+                d = float(n_w @ (c[0] - m.Co))
+                mode = _Mode("S", c[0], float(L[j] - d / math.sin(th[j])))
+                if mode.arcQ <= m.arcT:
+                    continue
+                n, d, rms = self.test_mode(mode, j, end, d=d)
+                out.append(_Hyp(mode, n, d, 2, False, None, mode.Q, True, rms))
+        # rigid rotation (about the pivot or a corner skimmed before the turn) with the turn angle reached at the end
+        # of the lock: strong test on the known wall, lb sin(th + tt) + la sin(th) = n.(X - Co)
+        la_prev = L[j - 1] - m.arcT
+        phi_prev = thW - th[j - 1]
+        T_prev = m.Co - la_prev * unit(phi_prev)
+        tt_prev = wrap(phi_prev - angle_of(T_prev - m.Q))
+        pivots = [(m.Q, m.arcQ, 1)] + [(c[0], c[1], 3) for c in self.cands if not c[3] and c[1] < m.arcT - 1e-9]
+        la = L[j:end] - m.arcT
+        for X, aX, pr in pivots:
+            lbX = m.arcT - aX
+            y = float(n_w @ (X - m.Co))
+            z = (y - la[0] * math.sin(th[j])) / lbX
+            if abs(z) > 1 + 1e-9:
+                continue
+            a = math.asin(min(max(z, -1.0), 1.0))
+            best = None
+            for b in (a, math.pi - a):
+                tt_e = wrap(b - th[j])
+                if best is None or abs(wrap(tt_e - tt_prev)) < abs(wrap(best - tt_prev)):
+                    best = tt_e
+            R = _Mode("R", X, aX, m.arcT, best)
+            n, d, rms = self.test_mode(R, j, end, d=y)
+            out.append(_Hyp(R, n, y, pr, False, None, X if pr == 3 else None, False, rms))
+        return out
+
+    # -- main loop -------------------------------------------------------------------------------------------------
+    def run(self) -> list[WallEstimate]:
+        L, raw = self.L, self.raw
+        runs = []
+        start = None
+        for i, v in enumerate(raw):
+            if np.isnan(v):
+                if start is not None:
+                    runs.append((start, i))
+                    start = None
+            elif start is None:
+                start = i
+        if start is not None:
+            runs.append((start, len(raw)))
+        for i0, i1 in runs:
+            self.th[i0:i1] = _smooth(raw[i0:i1], self.k)
+            Lprev = L[i0 - 1] if i0 > 0 else None
+            self.free_flight(L[i0] if (Lprev is None or self.events) else 0.5 * (Lprev + L[i0]))
+            self.contact_run(i0, i1, Lprev)
+        return self.walls
+
+    def free_flight(self, Lc: float) -> None:
+        """Free growth up to the contact at length ``Lc``: the pre-formed turn may form (Algorithm 1 lines 11-15)."""
+        if not self.turn_pending or self.turn_length >= Lc:
+            return
+        self.turn_pending = False
+        m = self.mode
+        arc_turn = max(self.turn_length, self.flight_arc)
+        lb = arc_turn - m.arcQ
+        if lb <= 1e-9:
+            self.phi += self.tt                  # the turn coincides with a fixed pivot: a permanent bend
+            return
+        self.mode = _Mode("R", m.Q, m.arcQ, arc_turn, self.tt)
+        self.phi = self.phi + self.tt
+        self.cands = [(p, a, sd, False, f) for p, a, sd, _, f in self.cands]
+
+    def choose(self, hyps: list[_Hyp]) -> _Hyp | None:
+        if not hyps:
+            return None
+        nmax = max(h.n for h in hyps)
+        if self.noisy:
+            top = [h for h in hyps if h.n >= nmax - max(2, nmax // 10)]
+            return min(top, key=lambda h: (-(h.n >= nmax - 2), h.prior, h.rms))
+        top = [h for h in hyps if h.n == nmax]
+        return min(top, key=lambda h: (h.prior, h.rms))
+
+    def contact_run(self, i0: int, i1: int, Lprev) -> None:
+        L, th = self.L, self.th
+        h = self.choose(self.onset_hyps(i0, i1, Lprev))
+        j = i0
+        pts: list[np.ndarray] = []
+        pivots: list[np.ndarray] = []
+        thW, Co = h.wall
+        pts.append(np.asarray(Co, float))
+        pivots.append(h.pivot if h.pivot is not None else h.mode.Q)
+        while True:
+            self.mode = h.mode
+            if h.mode.kind == "R":
+                self.turning = True
+            if h.turn_frozen:
+                self.turning = False
+            n = max(h.n, 1)
+            k = min(j + n, i1)
+            pts.extend(self.mode.tips(L[j:k], th[j:k], thW))
+            self.phi = thW - float(th[k - 1])
+            d_old = h.d
+            if self.mode.kind == "F":
+                d_old = 0.0
+            j = k
+            if j >= i1:
+                break
+            hyps = self.kink_hyps(j, i1, d_old, thW, Co)
+            # ... or the tip left the wall at a corner and met another wall within one sample (no NaN between)
+            saved = (self.mode, self.phi, self.cands)
+            self.end_contact(pts, thW, d_old, j)
+            onset = self.onset_hyps(j, i1, L[j - 1])
+            for o in onset:
+                o.prior += 10
+            self.mode, self.phi, self.cands = saved
+            nh = self.choose(hyps + onset)
+            if nh is None or nh.n == 0:
+                # nothing explains the sample (noise): keep the current mode for it
+                h = _Hyp(self.mode, 1, d_old, 0, False, None)
+                continue
+            if any(nh is o for o in onset):
+                self.end_contact(pts, thW, d_old, j)
+                self.walls.append(self.make_wall(pts, thW, Co, pivots))
+                pts, pivots = [], []
+            elif nh.new_wall:
+                self.walls.append(self.make_wall(pts, thW, Co, pivots))
+                pts, pivots = [], []
+            if nh.new_wall:
+                thW, Co = nh.wall
+                pts.append(np.asarray(Co, float))
+                pivots.append(nh.pivot if nh.pivot is not None else nh.mode.Q)
+            elif nh.pivot is not None:
+                pivots.append(nh.pivot)
+            h = nh
+        self.end_contact(pts, thW, d_old if h.n else 0.0, i1)
+        self.walls.append(self.make_wall(pts, thW, Co, pivots))
+
+    def end_contact(self, pts, thW, d: float, j: int) -> None:
+        """The tip leaves the wall: its last point is a corner the body may later wrap around (a skim)."""
+        m = self.mode
+        K = np.asarray(pts[-1], float)
+        if m.kind == "F":
+            return
+        if m.kind == "S":
+            arcK = m.arcQ + norm(K - m.Q)
+        else:
+            arcK = m.arcT + norm(K - m.turn_point(self.phi))
+        side = -1 if np.cos(thW - self.phi) > 0 else 1     # the obstacle lies behind the sliding direction
+        fit = None
+        if m.kind in ("S", "R") and j < len(self.L):
+            ref = float(self.th[j - 1])
+            mode = m
+
+            def fit(Lx, mode=mode, d=d, ref=ref, thW=thW):
+                return mode.tips([Lx], [mode.theta_at(Lx, d, ref)], thW)[0]
+
+            fit = (fit, (float(self.L[j - 1]), float(self.L[j])))
+        self.cands = [(K, arcK, side, m.kind == "R", fit)]
+        self.flight_arc = arcK
+
+    def make_wall(self, pts, thW, Co, pivots) -> WallEstimate:
+        pts = np.asarray(pts, float)
+        if len(pts) >= 3 and self.noisy:
+            cen = pts.mean(axis=0)
             _, _, vt = np.linalg.svd(pts - cen)
             dirn = vt[0]
         else:
-            dirn = uW
-            cen = Co
+            dirn = unit(thW)
+            cen = np.asarray(Co, float)
         proj = (pts - cen) @ dirn
         seg = np.array([cen + proj.min() * dirn, cen + proj.max() * dirn])
         if proj[0] > proj[-1]:
             seg = seg[::-1]
-        walls.append(WallEstimate(seg, pts, pivots))
-        # State after the run: the body keeps its last heading; the wall end is a candidate pivot.
-        if rigid:
-            thB = float(phi[-1]) - tt                       # Eq. 24: pre-turn direction at the end of the run
-            arc_end = arcP + lb + norm(pts[-1] - (P + lb * unit(thB)))
-        else:
-            P, arcP = Q, arcQ
-            thB = float(phi[-1])
-            arc_end = arcQ + norm(pts[-1] - Q)
-        cands = [] if split else [(pts[-1].copy(), arc_end)]
-        if turn_pending and not rigid and turn_length <= Li[-1] + 2 * float(np.median(np.diff(Li))) if len(Li) > 1 \
-                else False:
-            # Algorithm 1 line 7: the turn everts while the tip slides and forms at the tip's contact point.
-            turn_pending, turning = False, True
-            lb = turn_length - arcP
-            cands = []
-    return walls
+        return WallEstimate(seg, pts, [np.asarray(p, float) for p in pivots])
+
+
+def invert_streams(L: np.ndarray, theta: np.ndarray, launch, launch_angle: float, *, turn_length: float | None = None,
+                   turn_angle: float = 0.0, angle_noise: float = 0.0, length_noise: float = 0.0,
+                   jump: float = math.radians(8.0), friction: float | None = None,
+                   radius: float | None = None, event_samples: bool = True) -> list[WallEstimate]:
+    """Recover walls from length/collision-angle streams (Section 2.4), straight or with one pre-formed turn.
+
+    ``turn_length`` [m]: arclength from the base at which the turn forms; ``turn_angle`` [rad]: its signed angle
+    (the robot's starting shape, known to the operator). ``angle_noise``/``length_noise``: the sensor's standard
+    deviations, used for smoothing and for the consistency thresholds. ``friction``/``radius`` (optional): only used
+    to break ties between morphologies the samples cannot tell apart (Eqs. 13-15). ``jump`` is kept for backward
+    compatibility. Returns one :class:`WallEstimate` per contacted wall piece (contact runs are split at wall
+    corners).
+    """
+    return _Inverter(L, theta, launch, launch_angle, turn_length, turn_angle, angle_noise, length_noise, jump,
+                     friction, radius, event_samples).run()
 
 
 def true_wall_runs(dep) -> list[np.ndarray]:
-    """The deployment's contacted wall pieces with consecutive pieces on one line merged (one per contact run)."""
-    out = []
+    """The deployment's contacted wall pieces with consecutive pieces on one line merged (one per wall estimate).
+
+    A friction-locked episode contributes its pinned contact point (a zero-length piece on the locked wall line),
+    merged with the slide that follows it on the same wall.
+    """
+    out, dirs = [], []
     for ph in dep.phases:
-        if ph["kind"] not in ("slide", "turn_slide") or norm(ph["h2"] - ph["h"]) < 1e-12:
-            continue
-        seg = np.array([ph["h"], ph["h2"]])
-        if out and norm(out[-1][1] - seg[0]) < 1e-9:
-            d0 = out[-1][1] - out[-1][0]
-            d1 = seg[1] - seg[0]
-            if abs(d0[0] * d1[1] - d0[1] * d1[0]) < 1e-9 * norm(d0) * norm(d1):
-                out[-1] = np.array([out[-1][0], seg[1]])
+        if ph["kind"] in ("slide", "turn_slide"):
+            if norm(ph["h2"] - ph["h"]) < 1e-12:
                 continue
+            seg = np.array([ph["h"], ph["h2"]])
+            d1 = (seg[1] - seg[0]) / norm(seg[1] - seg[0])
+        elif ph["kind"] == "friction_locked" and ph["la1"] > ph["la0"]:
+            seg = np.array([ph["tip"], ph["tip"]])
+            d1 = ph["w"] / norm(ph["w"])
+        else:
+            continue
+        if out and norm(out[-1][1] - seg[0]) < 1e-9 and abs(dirs[-1][0] * d1[1] - dirs[-1][1] * d1[0]) < 1e-9:
+            out[-1] = np.array([out[-1][0], seg[1]])
+            continue
         out.append(seg)
+        dirs.append(d1)
     return out
 
 

@@ -403,6 +403,14 @@ class _Sim:
         B, lb, tt, e = self.B, self.lb, self.tt, self.V[e_idx]
         a0 = angle_of(self.T - B)
         wdir = (e - h) / norm(e - h)
+        if float(np.dot(h - B, wdir)) < -EPS:
+            # Rigid rotation moves the tip along the wall towards the foot of the perpendicular from B, i.e. closer
+            # to B, while the robot (|tip - B| grows with l_a) lengthens: no quasi-static path exists. The turn
+            # cannot rotate and acts as a fixed bend; straight kinematics take over (as for a blocked body).
+            self.out.events.append("rotation_blocked")
+            self.freeze_turn()
+            self.contact(h, cands, d)
+            return
         a_e = body_angle_to_reach(B, e, lb, tt)
         reached = False
         if a_e is not None and wrap(a_e - a0) * r >= -1e-9:
@@ -501,7 +509,8 @@ class _Sim:
         self.out.swept.append(np.array([B, T0, h], float))
         self.out.swept.append(np.array([B, h, tip], float))
         self.out.swept.append(np.array([B, tip, T1], float))
-        self.out.phases.append(dict(kind="turn_slide", pivot=np.array(B), h=np.array(h), h2=np.array(tip)))
+        self.out.phases.append(dict(kind="turn_slide", pivot=np.array(B), arc=self.lS, lb=float(norm(T0 - B)),
+                                    tt=float(self.tt), h=np.array(h), h2=np.array(tip)))
         self.out.events.append("slide")
 
     def friction_locked(self, h, cands, d, theta_c, la, sigma) -> None:
@@ -527,6 +536,15 @@ class _Sim:
             self.contact(h, cands, d)
             return
         if self.lb + la_new > self.Lf + EPS:
+            # The robot runs out of length while locked: the turn point moves on the circle of Eq. 26 until the
+            # post-turn length is Lf - lb; the tip stays at h.
+            la_end = self.Lf - self.lb
+            if la_end > la + EPS:
+                T_end = self.locked_turn_point(h, la_end)
+                if T_end is not None:
+                    self.out.phases.append(dict(kind="friction_locked", pivot=np.array(self.B), arc=self.lS,
+                                                lb=self.lb, T0=np.array(self.T), T1=T_end, tip=np.array(h),
+                                                w=t_line.copy(), la0=la, la1=la_end))
             self.finish(h, stuck=True, event="friction_locked_end")
             return
         T_new = h - la_new * d_star
@@ -536,6 +554,11 @@ class _Sim:
             self.contact(h, cands, d)
             return
         self.out.swept.append(np.array([self.B, self.T, h, T_new], float))
+        # Record the locked episode for the sensor streams: the tip stays at h while the robot grows by
+        # la_new - la and the turn point moves from T to T_new on the circle of Eq. 26.
+        self.out.phases.append(dict(kind="friction_locked", pivot=np.array(self.B), arc=self.lS, lb=self.lb,
+                                    T0=np.array(self.T), T1=np.array(T_new), tip=np.array(h), w=t_line.copy(),
+                                    la0=la, la1=la_new))
         self.T, self.theta = T_new, angle_of(T_new - self.B)
         if tt_new * sigma <= 0:
             self.freeze_turn()
@@ -546,6 +569,30 @@ class _Sim:
             self.pivot_at_turn(h, cands, d_star, sigma)
         else:
             self.rotate_about_pivot(h, cands, d_star, -sigma)
+
+
+    def locked_turn_point(self, h, la: float):
+        """Turn point of a friction-locked robot with post-turn length ``la``: on the circle of radius ``l_b`` about
+        ``B`` (Eq. 26) at distance ``la`` from the pinned tip ``h``; the intersection nearer the current ``T``."""
+        return _locked_turn_point(self.B, self.lb, h, la, self.T)
+
+
+def _locked_turn_point(B, lb: float, h, la: float, T_ref):
+    """Intersection of the circles ``|T - B| = lb`` and ``|T - h| = la`` nearest ``T_ref`` (``None`` if none)."""
+    B, h = np.asarray(B, float), np.asarray(h, float)
+    dv = h - B
+    dd = norm(dv)
+    if dd < 1e-15:
+        return None
+    x = (dd * dd + lb * lb - la * la) / (2 * dd)
+    y2 = lb * lb - x * x
+    if y2 < -1e-12:
+        return None
+    y = math.sqrt(max(y2, 0.0))
+    ex = dv / dd
+    ey = np.array([-ex[1], ex[0]])
+    sols = [B + x * ex + y * ey, B + x * ex - y * ey]
+    return min(sols, key=lambda p: norm(p - np.asarray(T_ref, float)))
 
 
 def simulate(scene: Scene, action: Action, *, max_events: int = 200) -> Deployment:
