@@ -1,7 +1,7 @@
 """Command-line interface: ``softsnake <command> ...``.
 
 Each feature area registers its own sub-commands through an ``add_commands(subparsers)`` function, so this module
-stays a thin dispatcher (engine demo here, ``softsnake.vinemap.cli`` for the geometric vine simulator).
+stays a thin dispatcher (engine demo here, ``softsnake.experiments.cli`` for the snake, ``softsnake.vinemap.cli`` for the geometric vine simulator).
 """
 
 from __future__ import annotations
@@ -12,6 +12,12 @@ import sys
 
 def _add_engine_commands(sub: argparse._SubParsersAction) -> None:
     from softsnake.demo import add_commands
+
+    add_commands(sub)
+
+
+def _add_snake_commands(sub: argparse._SubParsersAction) -> None:
+    from softsnake.experiments.cli import add_commands
 
     add_commands(sub)
 
@@ -31,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_engine_commands(sub)
+    _add_snake_commands(sub)
     _add_vinemap_commands(sub)
     return parser
 

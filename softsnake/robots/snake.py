@@ -55,17 +55,22 @@ class SnakeConfig:
     carriage_mass: float = 0.05
     wheel_radius: float = 0.03  # the axle height: keeps the soft links 10 mm above the ground
     wheel_width: float = 0.01
+    #: distance between the two wheel centres of a carriage: with half-track/axle height = 1.7 > μ a carriage slides
+    #: sideways before it can tip over (a 64 mm track let the tail whip the snake onto its side)
+    wheel_track: float = 0.10
     wheel_mass: float = 0.01
     #: friction coefficient of every contact (paper Sec. VI: μ = 1)
     mu: float = 1.0
-    #: control step [s]: one frame of ``substeps`` solver steps; the paper's solver step h = 0.0083 s = 1/120
+    #: control step [s]: one frame of ``substeps`` solver steps. The paper steps h = 1/120 s (2 sub-steps per 1/60 s
+    #: frame); with our solver (4 Newton × 20 PCR, no line search) the full-resolution snake diverges at that step
+    #: under gait actuation, so the default is h = 1/240 s (4 sub-steps). Coarse meshes run at 2 (see docs/snake.md).
     frame_dt: float = 1.0 / 60.0
-    substeps: int = 2
+    substeps: int = 4
     pneumatics: PneumaticsConfig = field(default_factory=PneumaticsConfig)
     solver: SolverConfig = field(default_factory=lambda: SolverConfig(diagnostics=False))
 
     def __post_init__(self):
-        for name in ("link_length", "link_radius", "youngs_modulus", "density", "chamber_area", "carriage_length", "carriage_width", "carriage_height", "carriage_mass", "wheel_radius", "wheel_width", "wheel_mass", "frame_dt"):
+        for name in ("link_length", "link_radius", "youngs_modulus", "density", "chamber_area", "carriage_length", "carriage_width", "carriage_height", "carriage_mass", "wheel_radius", "wheel_width", "wheel_track", "wheel_mass", "frame_dt"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise ValueError(f"SnakeConfig.{name} must be a finite number > 0, got {v!r}")
@@ -81,6 +86,8 @@ class SnakeConfig:
             raise ValueError(f"SnakeConfig.poisson_ratio must be in (−1, 0.5), got {self.poisson_ratio!r}")
         if self.wheel_radius <= self.link_radius or self.wheel_radius <= self.carriage_height / 2:
             raise ValueError("SnakeConfig.wheel_radius must exceed link_radius and carriage_height/2 (only the wheels touch the ground)")
+        if self.wheel_track / 2 - self.wheel_width / 2 <= self.carriage_width / 2:
+            raise ValueError("SnakeConfig.wheel_track must leave the wheels outside the carriage (track − wheel_width > carriage_width)")
         if isinstance(self.pneumatics, dict):
             self.pneumatics = PneumaticsConfig(**self.pneumatics)
         if isinstance(self.solver, dict):
@@ -188,7 +195,7 @@ def build_snake(config: SnakeConfig, builder: ModelBuilder | None = None) -> tup
         b.add_shape_box(body, half, mu=c.mu, density=carriage_density, body_contact=False, particle_contact=False)
         carriages.append(body)
         for side in (-1.0, 1.0):
-            y = side * (half[1] + c.wheel_width / 2 + 0.002)
+            y = side * c.wheel_track / 2
             wheel = b.add_body((x, y, z0), rot=wheel_rot)
             b.add_shape_cylinder(wheel, c.wheel_radius, c.wheel_width / 2, mu=c.mu, density=wheel_density, body_contact=False, particle_contact=False)
             b.add_joint_revolute(body, wheel, (x, y, z0), (0.0, 1.0, 0.0))

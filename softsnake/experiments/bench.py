@@ -1,0 +1,91 @@
+"""Multi-snake benchmark (paper Sec. VI-C, Table II): ms per frame (2 solver sub-steps) for a quarter snake (one
+link), one snake and several snakes simulated together while the default gait runs."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import warp as wp
+
+from softsnake.robots.snake import SnakeConfig
+from softsnake.robots.snake_sim import SnakeSim
+
+from .gait import default_gait
+
+#: paper Table II (GTX 1080 Ti): snakes → (assembly, solve, total) ms per frame
+PAPER_TABLE_II = {0.25: (0.74, 4.96, 5.70), 1: (1.11, 10.52, 11.63), 2: (1.41, 25.06, 26.47), 3: (2.33, 31.90, 34.23), 4: (3.41, 43.12, 46.53), 5: (5.59, 50.41, 56.00), 6: (6.19, 58.63, 64.82), 7: (6.45, 66.95, 73.4), 8: (7.37, 79.73, 87.10), 9: (8.48, 86.89, 95.37), 10: (10.31, 95.57, 105.88)}
+
+SUBSTEPS_PER_FRAME = 2  # as in Table II
+
+
+def parse_snakes(text: str) -> list[float]:
+    """'0.25,1,2,4' → [0.25, 1, 2, 4]; 0.25 is one link, others must be whole snakes."""
+    try:
+        values = [float(v) for v in str(text).split(",") if v.strip()]
+    except ValueError as exc:
+        raise ValueError(f"--snakes must be a comma-separated list of numbers, got {text!r}") from exc
+    if not values:
+        raise ValueError("--snakes is empty")
+    for v in values:
+        if not (v == 0.25 or (v >= 1 and v == int(v))):
+            raise ValueError(f"snake counts must be 0.25 (one link) or whole numbers ≥ 1, got {v}")
+    return values
+
+
+def bench_snakes(snakes: float, frames: int = 20, *, device: str = "cpu", config: SnakeConfig | None = None, warmup: int = 3) -> dict:
+    """Time ``frames`` frames of ``snakes`` snakes (0.25 = a single link between two carriages)."""
+    if frames < 1:
+        raise ValueError(f"frames must be ≥ 1, got {frames}")
+    base = config or SnakeConfig()
+    cfg = dataclasses.replace(base, links=1 if snakes == 0.25 else base.links, substeps=SUBSTEPS_PER_FRAME, frame_dt=SUBSTEPS_PER_FRAME * base.h)
+    cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, check_finite=False, diagnostics=False))
+    worlds = max(1, int(snakes))
+    sim = SnakeSim(worlds=worlds, device=device, config=cfg)
+    gait = default_gait()
+    links = sim.links
+
+    def frame():
+        sim.set_pressure_targets(np.clip(gait.targets(sim.time, links), -cfg.p_max_psi, cfg.p_max_psi))
+        sim.step()
+
+    for _ in range(warmup):  # compile kernels, capture the CUDA graph
+        frame()
+    wp.synchronize_device(sim.device)
+    t0 = time.perf_counter()
+    for _ in range(frames):
+        frame()
+    wp.synchronize_device(sim.device)
+    total = (time.perf_counter() - t0) / frames
+    solver = sim.solver
+    reps = 10
+    t0 = time.perf_counter()
+    for _ in range(reps):  # the row-assembly launches of one frame, timed alone
+        for _ in range(SUBSTEPS_PER_FRAME):
+            for it in range(cfg.solver.newton_iterations):
+                solver._assemble(it, sim.control.distance_rest_scale, solver._scratch_res)
+    wp.synchronize_device(sim.device)
+    assembly = (time.perf_counter() - t0) / reps
+    if not np.all(np.isfinite(sim.com())):
+        raise FloatingPointError("non-finite state during the benchmark: refusing to report")
+    sim_seconds = cfg.frame_dt
+    return dict(
+        snakes=snakes,
+        worlds=worlds,
+        device=str(sim.device),
+        particles=sim.model.particle_count * worlds,
+        tets=sim.model.tet_count * worlds,
+        rows_per_world=sim.model.row_count,
+        substeps_per_frame=SUBSTEPS_PER_FRAME,
+        h=cfg.h,
+        newton_iterations=cfg.solver.newton_iterations,
+        linear_iterations=cfg.solver.linear_iterations,
+        ms_assembly=1e3 * assembly,
+        ms_solve=1e3 * max(total - assembly, 0.0),
+        ms_total=1e3 * total,
+        ms_per_snake=1e3 * total / max(snakes, 1) if snakes >= 1 else None,
+        steps_per_s=SUBSTEPS_PER_FRAME / total,
+        real_time_factor=sim_seconds / total,
+        paper_ms_total=PAPER_TABLE_II.get(snakes, (None, None, None))[2],
+    )

@@ -1,0 +1,259 @@
+"""Snake commands: ``softsnake gait | curvature | step-response | bench | info``.
+
+Every argument is checked (gait parameters, device, output folder, config file) before any simulation work; outputs
+are written atomically at the end, so an interrupted run leaves no file that looks complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+
+def _config(args):
+    from softsnake.robots.snake import SnakeConfig
+
+    cfg = SnakeConfig.from_toml(args.config) if getattr(args, "config", None) else SnakeConfig()
+    if getattr(args, "coarse", False):
+        cfg = dataclasses.replace(cfg, sections=5, inner_ring=4, substeps=2)
+    return cfg
+
+
+def _check_device(device: str) -> None:
+    from softsnake.sim.model import resolve_device
+
+    resolve_device(device)  # ValueError listing the available devices
+
+
+def _out_dir(path) -> Path:
+    from softsnake.io.files import ensure_writable_dir
+
+    return ensure_writable_dir(Path(path))
+
+
+def _progress(desc: str, quiet: bool):
+    from tqdm import tqdm
+
+    bar = None
+
+    def update(done, total):
+        nonlocal bar
+        if quiet:
+            return
+        if bar is None:
+            bar = tqdm(total=total, desc=desc, unit="frame")
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    return update
+
+
+# ---------------------------------------------------------------------------- gait
+def run_gait_command(args) -> int:
+    import warp as wp
+
+    from softsnake.robots.pneumatics import OpenLoopGait
+
+    wp.config.quiet = True
+    cfg = _config(args)
+    gait = OpenLoopGait(omega_hz=args.omega, alpha=args.alpha, phi=args.phi, amplitude_psi=args.amplitude, p_max_psi=cfg.p_max_psi)
+    if args.worlds < 1:
+        raise ValueError(f"--worlds must be ≥ 1, got {args.worlds}")
+    if not (math.isfinite(args.seconds) and args.seconds > 0):
+        raise ValueError(f"--seconds must be > 0, got {args.seconds}")
+    if args.no_latency:
+        cfg = dataclasses.replace(cfg, pneumatics=dataclasses.replace(cfg.pneumatics, latency=False))
+    _check_device(args.device)
+    out = _out_dir(args.out)
+
+    from softsnake.experiments.gait import SnakeUsdRecorder, plot_trajectory, run_gait
+    from softsnake.io.files import write_json_atomic
+    from softsnake.robots.snake_sim import SnakeSim
+
+    sim = SnakeSim(worlds=args.worlds, device=args.device, config=cfg)
+    print(sim)
+    usd = None if args.no_usd else SnakeUsdRecorder(out / f"snake.{args.usd_format}", sim, every=args.usd_every)
+    try:
+        traj = run_gait(gait, args.seconds, sim=sim, frame_callback=usd, progress=_progress("gait", args.quiet))
+    except BaseException:
+        if usd is not None:
+            usd.discard()
+        raise
+    traj.save(out / "trajectory.npz")
+    label = f"ω={gait.omega_hz} Hz, α={gait.alpha:.3f}, φ={gait.phi}, A={gait.amplitude_psi} psi, latency {'off' if args.no_latency else 'on'}"
+    plot_trajectory(traj, out / "trajectory.png", title=label)
+    if usd is not None:
+        usd.close()
+    speed = traj.speed_body_lengths()
+    summary = dict(
+        gait=dataclasses.asdict(gait),
+        latency=not args.no_latency,
+        worlds=args.worlds,
+        seconds=float(traj.t[-1]),
+        displacement_m=traj.displacement().tolist(),
+        speed_body_lengths_per_s=speed.tolist(),
+        body_length_m=traj.body_length,
+        config=cfg.to_dict(),
+    )
+    write_json_atomic(out / "summary.json", summary)
+    print(f"COM displacement world 0: {traj.displacement()[0].round(4).tolist()} m, mean speed {speed[0]:.3f} body lengths/s")
+    print(f"wrote {out / 'trajectory.npz'}, trajectory.png, summary.json" + ("" if usd is None else f", snake.{args.usd_format}"))
+    return 0
+
+
+# ----------------------------------------------------------------------- curvature
+def run_curvature_command(args) -> int:
+    import warp as wp
+
+    wp.config.quiet = True
+    cfg = _config(args)
+    _check_device(args.device)
+    out = _out_dir(args.out)
+    from softsnake.experiments.curvature import curvature_sweep
+    from softsnake.io.files import save_figure_atomic, write_text_atomic
+
+    p = np.arange(-args.max_psi, args.max_psi + 0.5 * args.step_psi, args.step_psi)
+    r = curvature_sweep(p, config=cfg, device=args.device, progress=_progress("curvature", args.quiet))
+    rows = ["pressure_psi,curvature_per_m"] + [f"{a:.6g},{k:.8g}" for a, k in zip(r.pressure_psi, r.curvature_per_m)]
+    write_text_atomic(out / "curvature.csv", "\n".join(rows) + "\n")
+    pos, neg = r.linear_fit(0.0, cfg.p_max_psi), r.linear_fit(-cfg.p_max_psi, 0.0)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    ax.plot(r.pressure_psi, r.curvature_per_m, "o-", label="simulated link")
+    for (a, b, r2), lo, hi in ((pos, 0, cfg.p_max_psi), (neg, -cfg.p_max_psi, 0)):
+        xs = np.array([lo, hi])
+        ax.plot(xs, a * xs + b, "--", label=f"fit {lo:g}…{hi:g} psi: {a:.3f} 1/(m·psi), R²={r2:.4f}")
+    ax.set_xlabel("pressure [psi] (negative: left chamber)")
+    ax.set_ylabel("curvature [1/m]")
+    ax.set_title("quasi-static curvature vs pressure (paper Fig. 5)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure_atomic(fig, out / "curvature.png", dpi=110)
+    plt.close(fig)
+    print(f"+side: {pos[0]:.4f} 1/(m·psi), R²={pos[2]:.5f}; −side: {neg[0]:.4f} 1/(m·psi), R²={neg[2]:.5f}")
+    print(f"bending angle at +{cfg.p_max_psi:g} psi: {r.bending_angle_deg(cfg.p_max_psi):.1f}°, at −{cfg.p_max_psi:g} psi: {r.bending_angle_deg(-cfg.p_max_psi):.1f}°")
+    print(f"wrote {out / 'curvature.csv'}, curvature.png")
+    return 0
+
+
+# ------------------------------------------------------------------- step response
+def run_step_response_command(args) -> int:
+    import warp as wp
+
+    wp.config.quiet = True
+    cfg = _config(args)
+    _check_device(args.device)
+    out = _out_dir(args.out)
+    from softsnake.experiments.step_response import plot_step_responses, step_responses
+    from softsnake.io.files import write_npz_atomic
+
+    r = step_responses(config=cfg, seconds=args.seconds, device=args.device, progress=_progress("step response", args.quiet))
+    write_npz_atomic(out / "step_response.npz", t=r.t, levels_psi=r.levels_psi, inflate_pressure=r.inflate_pressure, inflate_curvature=r.inflate_curvature, deflate_pressure=r.deflate_pressure, deflate_curvature=r.deflate_curvature)
+    plot_step_responses(r, out / "step_response.png")
+    for lv, rise, fall in zip(r.levels_psi, r.rise_time(), r.fall_time()):
+        print(f"{lv:4.1f} psi: 90% rise {rise:.3f} s, 10% fall {fall:.3f} s")
+    print(f"wrote {out / 'step_response.npz'}, step_response.png")
+    return 0
+
+
+# --------------------------------------------------------------------------- bench
+def run_bench_command(args) -> int:
+    import warp as wp
+
+    wp.config.quiet = True
+    from softsnake.experiments.bench import PAPER_TABLE_II, bench_snakes, parse_snakes
+
+    snakes = parse_snakes(args.snakes)
+    if args.frames < 1:
+        raise ValueError(f"--frames must be ≥ 1, got {args.frames}")
+    cfg = _config(args)
+    _check_device(args.device)
+    rows = []
+    for s in snakes:
+        rows.append(bench_snakes(s, args.frames, device=args.device, config=cfg))
+        if not args.json:
+            r = rows[-1]
+            paper = PAPER_TABLE_II.get(s)
+            per = "    -" if r["ms_per_snake"] is None else f"{r['ms_per_snake']:8.2f}"
+            print(
+                f"snakes {s:5g} | assembly {r['ms_assembly']:8.2f} ms | solve {r['ms_solve']:8.2f} ms | total {r['ms_total']:8.2f} ms | per snake {per} | "
+                f"{r['steps_per_s']:7.1f} steps/s | RTF {r['real_time_factor']:.3f} | paper total {paper[2] if paper else '-'} ms",
+                flush=True,
+            )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    return 0
+
+
+# ---------------------------------------------------------------------------- info
+def run_info_command(args) -> int:
+    from softsnake.robots.snake import snake_counts
+
+    cfg = _config(args)
+    print("one snake vs paper Table I:")
+    for k, (ours, paper, rel) in snake_counts(cfg).items():
+        print(f"  {k:22s} {ours:6d}   paper {paper:6d}   {100 * rel:+6.1f}%")
+    print(f"body length {cfg.body_length:.3f} m, link {cfg.link_length} m × Ø{2 * cfg.link_radius} m, Y = {cfg.youngs_modulus} Pa, ν = {cfg.poisson_ratio}")
+    print(f"solver: h = {cfg.h:.5f} s ({cfg.substeps} sub-steps per {cfg.frame_dt:.5f} s frame), {cfg.solver.newton_iterations} Newton × {cfg.solver.linear_iterations} PCR")
+    print("\nfull configuration (TOML, loadable with --config):\n")
+    print(cfg.to_toml())
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    def common(p, device=True):
+        p.add_argument("--config", default=None, help="snake configuration TOML ([snake], [pneumatics], [solver] tables)")
+        p.add_argument("--coarse", action="store_true", help="coarse link mesh (5 sections, 13 particles each) for quick runs")
+        if device:
+            p.add_argument("--device", default="cpu", help="warp device: cpu, cuda, cuda:0 (default: cpu)")
+            p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("gait", help="open-loop undulation gait (paper Eq. 9): trajectory.npz/.png, snake.usdc")
+    common(p)
+    p.add_argument("--worlds", type=int, default=1, help="snakes simulated together (default 1)")
+    p.add_argument("--seconds", type=float, default=5.0, help="simulated time [s] (default 5)")
+    p.add_argument("--omega", type=float, default=2.0, help="oscillation frequency ω [Hz] (default 2)")
+    p.add_argument("--alpha", type=float, default=math.pi / 2, help="phase lag between links α [rad] (default π/2)")
+    p.add_argument("--phi", type=float, default=0.0, help="offset φ in [−1, 1] (turning; default 0)")
+    p.add_argument("--amplitude", type=float, default=8.0, help="amplitude A [psi] ≤ p_max (default 8)")
+    p.add_argument("--no-latency", action="store_true", help="pressures follow the targets instantly (paper Fig. 7)")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--no-usd", action="store_true", help="skip the USD animation")
+    p.add_argument("--usd-every", type=int, default=2, help="write every k-th frame to USD (default 2: 30 fps)")
+    p.add_argument("--usd-format", choices=("usdc", "usda"), default="usdc")
+    p.set_defaults(func=run_gait_command)
+
+    p = sub.add_parser("curvature", help="quasi-static curvature vs pressure of one link (paper Fig. 5)")
+    common(p)
+    p.add_argument("--max-psi", type=float, default=10.0, help="sweep from −max to +max [psi] (default 10)")
+    p.add_argument("--step-psi", type=float, default=1.0, help="pressure step [psi] (default 1)")
+    p.add_argument("--out", required=True, help="output folder")
+    p.set_defaults(func=run_curvature_command)
+
+    p = sub.add_parser("step-response", help="chamber inflation/deflation step responses, 60–100%% of p_max (paper Fig. 6)")
+    common(p)
+    p.add_argument("--seconds", type=float, default=1.0, help="duration of each phase [s] (default 1)")
+    p.add_argument("--out", required=True, help="output folder")
+    p.set_defaults(func=run_step_response_command)
+
+    p = sub.add_parser("bench", help="multi-snake benchmark (paper Table II): ms per frame of 2 sub-steps")
+    common(p)
+    p.add_argument("--snakes", default="0.25,1,2,4", help="comma-separated snake counts; 0.25 = one link (default 0.25,1,2,4)")
+    p.add_argument("--frames", type=int, default=20, help="timed frames per count (default 20)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=run_bench_command)
+
+    p = sub.add_parser("info", help="model counts (vs paper Table I) and settings")
+    common(p, device=False)
+    p.set_defaults(func=run_info_command)
