@@ -418,11 +418,15 @@ class _Inverter:
             thc = mode.theta_at(Lc, d, th[j])
             out.append(_Hyp(mode, n, d, prior[name], True, (hf + thc, Co), piv, frozen, rms))
         if self.mode.kind == "R":
-            fl = self.fit_locked(j, end, lambda Le: src + (Le - arc_src) * unit(hf), hf,
-                                 (Lc if self.events or Lprev is None else Lprev, L[j]), self.mode)
-            if fl is not None:
-                fl.prior = prior["FL"]
-                out.append(fl)
+            # friction-locked about the pivot, or about a corner skimmed before the turn (the corner becomes B)
+            bases = [self.mode] + [mode for name, mode, _, _ in modes if name == "Rlb"]
+            for r, base in enumerate(bases):
+                fl = self.fit_locked(j, end, lambda Le: src + (Le - arc_src) * unit(hf), hf,
+                                     (Lc if self.events or Lprev is None else Lprev, L[j]), base)
+                if fl is not None:
+                    fl.prior = prior["FL"] + (0 if r == 0 else 0.5)
+                    fl.pivot = None if r == 0 else base.Q
+                    out.append(fl)
         return out
 
     def fit_cand(self, mode: _Mode, cand, j: int, end: int) -> _Mode:
@@ -481,9 +485,10 @@ class _Inverter:
         contact length is the one that makes them agree (Eqs. 27-29 inverted)."""
         L, th = self.L, self.th
         lb = base.lb
-        if lb <= 1e-9 or end - j < 2:
+        exact = bracket[1] - bracket[0] < 1e-12       # contact instant known (event sample)
+        if lb <= 1e-9 or end - j < (1 if exact else 2):
             return None
-        m = min(end - j, 3 if not self.noisy else 30)
+        m = 1 if exact and not self.noisy else min(end - j, 3 if not self.noisy else 30)
         idx = np.arange(j, j + m)
         la = L[idx] - base.arcT
 
@@ -543,7 +548,7 @@ class _Inverter:
         Co = tip_of(best)
         mode = _Mode("F", base.Q, base.arcQ, base.arcT, base.tt, Co)
         n = self.test_locked(mode, thW, j, end)
-        if n < 2:
+        if n < (1 if exact else 2):
             return None
         return _Hyp(mode, n, 0.0, 9, True, (thW, Co), None, False, spread(best))
 
@@ -687,8 +692,27 @@ class _Inverter:
             r = line_circle_param(m.Co + d * n_w, unit(thW), m.Q, m.lb)
             if r is not None:
                 cands = [m.Co + d * n_w + t * unit(thW) for t in r]
-                TE = min(cands, key=lambda p: norm(p - T_prev))
-                out.append(_Hyp(_Mode("S", TE, m.arcT), n, d, 0, False, None, TE, True, rms))
+                # the lock ends between the last locked sample and this one: arcT + |Co - T_e| lies in between
+                cands = [p for p in cands if self.unlock_in_bracket(m.arcT + norm(m.Co - p), j)]
+                if cands:
+                    TE = min(cands, key=lambda p: norm(p - T_prev))
+                    out.append(_Hyp(_Mode("S", TE, m.arcT), n, d, 0, False, None, TE, True, rms))
+        # ... or it unlocks and reaches a corner of the wall within one sample: the turn freezes where the last
+        # locked sample left it and the tip slides onto the next wall
+        la_prev = L[j - 1] - m.arcT
+        T_prev = m.Co - la_prev * unit(thW - th[j - 1])
+        Lk = L[j] if self.events else 0.5 * (L[j - 1] + L[j])
+        r = line_circle_param(m.Co, unit(thW), T_prev, Lk - m.arcT)
+        if r is not None:
+            t_foot = float((T_prev - m.Co) @ unit(thW))      # the tip moves away from the foot of T on the wall
+            t = r[0] if t_foot > 0 else r[1]
+            if abs(t) > 1e-12:
+                K = m.Co + t * unit(thW)
+                S2 = _Mode("S", T_prev, m.arcT)
+                n, d, rms = self.test_mode(S2, j, end)
+                phiK = angle_of(K - T_prev)
+                thK = S2.theta_at(Lk, d, th[j])
+                out.append(_Hyp(S2, n, d, 5, True, (phiK + thK, K), T_prev, True, rms))
         # a skimmed corner on the post-turn segment becomes the pivot (the turn freezes)
         # (the lock moved the turn point, so the corner's arclength follows from its known distance to the wall)
         for c in self.cands:
@@ -720,9 +744,20 @@ class _Inverter:
                 if best is None or abs(wrap(tt_e - tt_prev)) < abs(wrap(best - tt_prev)):
                     best = tt_e
             R = _Mode("R", X, aX, m.arcT, best)
+            # the lock ends (tip still at Co) between the last locked sample and this one
+            if True:
+                D = norm(m.Co - X)
+                # |lbX + la e^{i tt}| = D  ->  la = -lbX cos tt + sqrt(D^2 - lbX^2 sin^2 tt)
+                disc = D * D - (lbX * math.sin(best)) ** 2
+                if disc < 0 or not self.unlock_in_bracket(m.arcT - lbX * math.cos(best) + math.sqrt(disc), j):
+                    continue
             n, d, rms = self.test_mode(R, j, end, d=y)
             out.append(_Hyp(R, n, y, pr, False, None, X if pr == 3 else None, False, rms))
         return out
+
+    def unlock_in_bracket(self, Le: float, j: int) -> bool:
+        tol = 1e-7 + 3.0 * self.sl + (0.002 if self.noisy else 0.0)
+        return self.L[j - 1] - tol <= Le <= self.L[j] + tol
 
     # -- main loop -------------------------------------------------------------------------------------------------
     def run(self) -> list[WallEstimate]:
@@ -770,9 +805,48 @@ class _Inverter:
         top = [h for h in hyps if h.n == nmax]
         return min(top, key=lambda h: (h.prior, h.rms))
 
+    def successors(self, j: int, i1: int, d_old: float, thW: float, Co, pts) -> tuple[list[_Hyp], list[_Hyp]]:
+        """Hypotheses for sample ``j`` after the current mode stopped fitting: events on the same contact, and a new
+        contact right after the tip left the wall at a corner (within one sample, no NaN between)."""
+        hyps = self.kink_hyps(j, i1, d_old, thW, Co)
+        if self.mode.kind == "F":
+            return hyps, []          # a pinned tip can only start to slide
+        saved = (self.mode, self.phi, self.cands, self.flight_arc)
+        self.end_contact(pts, thW, d_old, j)
+        onset = self.onset_hyps(j, i1, self.L[j - 1])
+        for o in onset:
+            o.prior += 10
+        self.mode, self.phi, self.cands, self.flight_arc = saved
+        return hyps, onset
+
+    def pick(self, hyps: list[_Hyp], j: int, i1: int, thW: float, Co, pts) -> _Hyp | None:
+        """Choose a hypothesis; when several explain equally few samples, look one event ahead and prefer the one
+        whose continuation explains more samples with fewer new walls."""
+        if not hyps:
+            return None
+        nmax = max(h.n for h in hyps)
+        top = [h for h in hyps if h.n == nmax]
+        if self.noisy or len(top) < 2 or nmax >= 3 or j + nmax >= i1:
+            return self.choose(hyps)
+        scored = []
+        saved = (self.mode, self.phi, self.cands, self.flight_arc)
+        for h in top:
+            self.mode = h.mode
+            w, c = h.wall if h.new_wall else (thW, Co)
+            k = j + nmax
+            self.phi = w - float(self.th[k - 1])
+            tips = list(pts) + list(h.mode.tips(self.L[j:k], self.th[j:k], w))
+            a, b = self.successors(k, i1, h.d if h.mode.kind != "F" else 0.0, w, c, tips)
+            nxt = self.choose(a + b)
+            cov = nmax + (nxt.n if nxt is not None else 0)
+            nw = int(h.new_wall) + (int(nxt.new_wall or any(nxt is o for o in b)) if nxt is not None else 0)
+            scored.append((-cov, nw, h.prior, h.rms, id(h), h))
+            self.mode, self.phi, self.cands, self.flight_arc = saved
+        return min(scored, key=lambda t: t[:5])[5]
+
     def contact_run(self, i0: int, i1: int, Lprev) -> None:
         L, th = self.L, self.th
-        h = self.choose(self.onset_hyps(i0, i1, Lprev))
+        h = self.pick(self.onset_hyps(i0, i1, Lprev), i0, i1, 0.0, None, [])
         j = i0
         pts: list[np.ndarray] = []
         pivots: list[np.ndarray] = []
@@ -795,15 +869,8 @@ class _Inverter:
             j = k
             if j >= i1:
                 break
-            hyps = self.kink_hyps(j, i1, d_old, thW, Co)
-            # ... or the tip left the wall at a corner and met another wall within one sample (no NaN between)
-            saved = (self.mode, self.phi, self.cands)
-            self.end_contact(pts, thW, d_old, j)
-            onset = self.onset_hyps(j, i1, L[j - 1])
-            for o in onset:
-                o.prior += 10
-            self.mode, self.phi, self.cands = saved
-            nh = self.choose(hyps + onset)
+            hyps, onset = self.successors(j, i1, d_old, thW, Co, pts)
+            nh = self.pick(hyps + onset, j, i1, thW, Co, pts)
             if nh is None or nh.n == 0:
                 # nothing explains the sample (noise): keep the current mode for it
                 h = _Hyp(self.mode, 1, d_old, 0, False, None)

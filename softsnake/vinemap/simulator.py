@@ -364,11 +364,24 @@ class _Sim:
                 best = (c, e_idx, k)
         return None if best is None else (best[1], best[2])
 
+    def straight_side(self, h, cands, d, r: int):
+        """Slide end-point for a straight slide about the current pivot ``B`` on rotation side ``r``. The tip of a
+        growing straight segment can only slide away from the foot of the perpendicular from ``B`` (``|tip - B|``
+        grows with the length); if side ``r`` points towards it there is no quasi-static motion that way and the
+        tip slides to the other side, as in Algorithm 2 (towards the end making the obtuse angle with the body)."""
+        choice = self.pick_side(h, cands, d, r)
+        if choice is not None and float(np.dot(h - self.B, self.V[choice[0]] - h)) < -EPS * norm(self.V[choice[0]] - h):
+            other = self.pick_side(h, cands, d, -r)
+            if other is not None:
+                self.out.events.append("side_flipped")
+                return other
+        return choice
+
     def pivot_at_turn(self, h, cands, d, r) -> None:
         """The turn becomes the pivot: freeze it, pivot about the skimmed vertex and slide on the chosen side."""
         self.freeze_turn()
         self.pivot_from_skimmed(r)
-        choice = self.pick_side(h, cands, d, r)
+        choice = self.straight_side(h, cands, d, r)
         if choice is None:
             self.finish(h, stuck=True, event="stuck")
             return
@@ -383,7 +396,7 @@ class _Sim:
             self.skimmed = []
             self.push(p)
             self.theta = angle_of(p - self.S[-2])
-            choice = self.pick_side(h, cands, d, r)
+            choice = self.straight_side(h, cands, d, r)
             if choice is None:
                 self.finish(h, stuck=True, event="stuck")
                 return
