@@ -161,3 +161,27 @@ def test_cylinder_stands_on_its_cap():
     q = state.body_q.numpy()[0]
     assert q[2] == pytest.approx(0.08, abs=1e-3)
     assert np.abs(q[3:5]).max() < 1e-3  # upright
+
+
+@pytest.mark.parametrize("particle_contact", [True, False])
+def test_contact_filters_on_body_shapes(particle_contact):
+    """A body shape built with particle_contact=False (body_contact=False) gets no particle (body) contact rows: a
+    particle dropped on it falls through, while the default shape holds it."""
+    b = ss.ModelBuilder()
+    table = b.add_body((0.0, 0.0, 0.0), mass=0.0, inertia=np.eye(3))  # kinematic
+    b.add_shape_box(table, (0.2, 0.2, 0.05), mu=0.5, particle_contact=particle_contact, body_contact=False)
+    ball = b.add_body((0.3, 0.0, 0.2), mass=0.1, inertia=(1e-4, 1e-4, 1e-4))
+    b.add_shape_sphere(ball, 0.02, body_contact=False)
+    b.add_particle((0.0, 0.0, 0.07), mass=0.01)
+    model = b.finalize(device=TEST_DEVICE)
+    assert model.target_count == model.shape_count  # no body is a target for other bodies' features
+    assert model.particle_body_count == (2 if particle_contact else 1)  # the sphere still takes particles
+    state = model.state()
+    solver = ss.Solver(model, dt=1 / 240)
+    for _ in range(120):
+        solver.step(state)
+    z = state.particle_q.numpy()[0, 2]
+    if particle_contact:
+        assert z == pytest.approx(0.05, abs=1e-3)
+    else:
+        assert z < 0.0

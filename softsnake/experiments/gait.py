@@ -22,6 +22,7 @@ class Trajectory:
     com: np.ndarray  # (T, N, 3) [m]
     pressure: np.ndarray  # (T, N, links) signed [psi]
     curvature: np.ndarray  # (T, N, links) [1/m]
+    heading: np.ndarray  # (T, N) mean carriage yaw, unwrapped over time [rad]
     body_length: float  # [m]
 
     def displacement(self) -> np.ndarray:
@@ -33,9 +34,14 @@ class Trajectory:
         return np.linalg.norm(self.displacement(), axis=1) / self.t[-1] / self.body_length
 
     com0: np.ndarray = None  # (N, 3) COM at t = 0 [m]
+    heading0: np.ndarray = None  # (N,) heading at t = 0 [rad]
+
+    def turn(self) -> np.ndarray:
+        """Heading change over the run (N,) [rad]; positive = counter-clockwise (toward +y when heading +x)."""
+        return self.heading[-1] - self.heading0
 
     def save(self, path) -> Path:
-        return write_npz_atomic(path, t=self.t, com=self.com, pressure=self.pressure, curvature=self.curvature, com0=self.com0, body_length=np.float64(self.body_length))
+        return write_npz_atomic(path, t=self.t, com=self.com, pressure=self.pressure, curvature=self.curvature, heading=self.heading, com0=self.com0, body_length=np.float64(self.body_length))
 
 
 def run_gait(gait, seconds: float, *, worlds: int = 1, config: SnakeConfig | None = None, device: str = "cpu", sim: SnakeSim | None = None, frame_callback=None, progress=None) -> Trajectory:
@@ -50,8 +56,9 @@ def run_gait(gait, seconds: float, *, worlds: int = 1, config: SnakeConfig | Non
     links, frames = sim.links, int(round(seconds / sim.config.frame_dt))
     if frames < 1:
         raise ValueError(f"seconds={seconds} is shorter than one frame ({sim.config.frame_dt} s)")
-    com0 = sim.com()
+    com0, heading0 = sim.com(), sim.heading()
     t = np.empty(frames)
+    heading = np.empty((frames, sim.worlds))
     com = np.empty((frames, sim.worlds, 3))
     pressure = np.empty((frames, sim.worlds, links))
     curvature = np.empty((frames, sim.worlds, links))
@@ -59,11 +66,13 @@ def run_gait(gait, seconds: float, *, worlds: int = 1, config: SnakeConfig | Non
         sim.set_pressure_targets(gait_targets(gait, sim.time, sim.worlds, links))
         sim.step()
         t[k], com[k], pressure[k], curvature[k] = sim.time, sim.com(), sim.pressures(), sim.curvatures()
+        previous = heading[k - 1] if k else heading0
+        heading[k] = previous + np.angle(np.exp(1j * (sim.heading() - previous)))  # unwrapped
         if frame_callback is not None:
             frame_callback(sim)
         if progress is not None:
             progress(k + 1, frames)
-    return Trajectory(t, com, pressure, curvature, sim.config.body_length, com0)
+    return Trajectory(t, com, pressure, curvature, heading, sim.config.body_length, com0, heading0)
 
 
 def plot_trajectory(traj: Trajectory, path, *, labels=None, title: str = "") -> Path:

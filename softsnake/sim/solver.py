@@ -449,8 +449,9 @@ class Solver:
         """Restore what :meth:`carried_state` returned (same model size), e.g. when resuming from a checkpoint."""
         for k, a in self._carried_arrays().items():
             v = np.asarray(arrays[k])
-            if v.shape != a.shape:
-                raise ValueError(f"solver state {k!r} has shape {v.shape}, this model needs {a.shape}")
+            want = a.numpy().shape
+            if v.shape != want:
+                raise ValueError(f"solver state {k!r} has shape {v.shape}, this model needs {want}")
             a.assign(v.astype(a.numpy().dtype))
 
     # ------------------------------------------------------------- read-backs

@@ -25,13 +25,14 @@ handled.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .geometry2d import angle_of, line_circle_param, norm, unit, wrap
 
-__all__ = ["sensor_streams", "invert_streams", "WallEstimate", "wall_errors", "true_wall_runs"]
+__all__ = ["sensor_streams", "invert_streams", "WallEstimate", "wall_errors", "true_wall_runs", "round_trip_actions",
+           "round_trip"]
 
 
 def _ccw_line_angle(d, w) -> float:
@@ -199,29 +200,13 @@ def sensor_streams(dep, step: float = 0.001, *, action=None, angle_noise: float 
 
 @dataclass
 class WallEstimate:
-    """One recovered wall: end points (2, 2) [m], the contact points behind it, and the pivots used."""
+    """One recovered wall: end points (2, 2) [m], the contact points behind it, the pivots used and the kinematics
+    identified along it (``"pivot"``, ``"wrap"``, ``"pivot_at_turn"``, ``"rigid_rotation"``, ``"friction_locked"``)."""
 
     segment: np.ndarray
     points: np.ndarray
     pivots: list[np.ndarray]
-
-
-def _runs(theta: np.ndarray, jump: float):
-    """Index ranges of contact runs: split at no-contact samples and at jumps of theta_c (a new wall)."""
-    runs, start = [], None
-    for i, v in enumerate(theta):
-        if np.isnan(v):
-            if start is not None:
-                runs.append((start, i, False))
-                start = None
-        elif start is None:
-            start = i
-        elif abs(v - theta[i - 1]) > jump:
-            runs.append((start, i, True))
-            start = i
-    if start is not None:
-        runs.append((start, len(theta), False))
-    return runs
+    modes: list[str] = field(default_factory=list)
 
 
 def _smooth(x: np.ndarray, k: int) -> np.ndarray:
@@ -317,6 +302,15 @@ class _Hyp:
     pivot: np.ndarray | None = None  # a new fixed pivot (wrapped corner / frozen turn) for the report
     turn_frozen: bool = False
     rms: float = 0.0
+
+    def label(self) -> str:
+        if self.mode.kind == "F":
+            return "friction_locked"
+        if self.mode.kind == "R":
+            return "rigid_rotation"
+        if self.turn_frozen:
+            return "pivot_at_turn"
+        return "wrap" if (self.pivot is not None and not self.new_wall) else "pivot"
 
 
 class _Inverter:
@@ -774,7 +768,17 @@ class _Inverter:
         if start is not None:
             runs.append((start, len(raw)))
         for i0, i1 in runs:
-            self.th[i0:i1] = _smooth(raw[i0:i1], self.k)
+            self.breaks = set()
+            if self.noisy:
+                # With noise a wall corner (or a new contact within one sample) is only accepted where the raw angle
+                # jumps by more than the noise can explain; the angles are smoothed between such breaks.
+                thr = max(self.jump / 2.0, 8.0 * self.sa)
+                br = [i for i in range(i0 + 1, i1) if abs(raw[i] - raw[i - 1]) > thr]
+                self.breaks = set(br)
+                for a, b in zip([i0] + br, br + [i1]):
+                    self.th[a:b] = _smooth(raw[a:b], self.k)
+            else:
+                self.th[i0:i1] = raw[i0:i1]
             Lprev = L[i0 - 1] if i0 > 0 else None
             self.free_flight(L[i0] if (Lprev is None or self.events) else 0.5 * (Lprev + L[i0]))
             self.contact_run(i0, i1, Lprev)
@@ -853,6 +857,7 @@ class _Inverter:
         thW, Co = h.wall
         pts.append(np.asarray(Co, float))
         pivots.append(h.pivot if h.pivot is not None else h.mode.Q)
+        modes = [h.label()]
         while True:
             self.mode = h.mode
             if h.mode.kind == "R":
@@ -870,6 +875,8 @@ class _Inverter:
             if j >= i1:
                 break
             hyps, onset = self.successors(j, i1, d_old, thW, Co, pts)
+            if self.noisy and j not in self.breaks:
+                hyps, onset = [q for q in hyps if not q.new_wall], []
             nh = self.pick(hyps + onset, j, i1, thW, Co, pts)
             if nh is None or nh.n == 0:
                 # nothing explains the sample (noise): keep the current mode for it
@@ -877,20 +884,22 @@ class _Inverter:
                 continue
             if any(nh is o for o in onset):
                 self.end_contact(pts, thW, d_old, j)
-                self.walls.append(self.make_wall(pts, thW, Co, pivots))
-                pts, pivots = [], []
+                self.walls.append(self.make_wall(pts, thW, Co, pivots, modes))
+                pts, pivots, modes = [], [], []
             elif nh.new_wall:
-                self.walls.append(self.make_wall(pts, thW, Co, pivots))
-                pts, pivots = [], []
+                self.walls.append(self.make_wall(pts, thW, Co, pivots, modes))
+                pts, pivots, modes = [], [], []
             if nh.new_wall:
                 thW, Co = nh.wall
                 pts.append(np.asarray(Co, float))
                 pivots.append(nh.pivot if nh.pivot is not None else nh.mode.Q)
             elif nh.pivot is not None:
                 pivots.append(nh.pivot)
+            if not modes or modes[-1] != nh.label():
+                modes.append(nh.label())
             h = nh
         self.end_contact(pts, thW, d_old if h.n else 0.0, i1)
-        self.walls.append(self.make_wall(pts, thW, Co, pivots))
+        self.walls.append(self.make_wall(pts, thW, Co, pivots, modes))
 
     def end_contact(self, pts, thW, d: float, j: int) -> None:
         """The tip leaves the wall: its last point is a corner the body may later wrap around (a skim)."""
@@ -915,7 +924,7 @@ class _Inverter:
         self.cands = [(K, arcK, side, m.kind == "R", fit)]
         self.flight_arc = arcK
 
-    def make_wall(self, pts, thW, Co, pivots) -> WallEstimate:
+    def make_wall(self, pts, thW, Co, pivots, modes) -> WallEstimate:
         pts = np.asarray(pts, float)
         if len(pts) >= 3 and self.noisy:
             cen = pts.mean(axis=0)
@@ -928,7 +937,7 @@ class _Inverter:
         seg = np.array([cen + proj.min() * dirn, cen + proj.max() * dirn])
         if proj[0] > proj[-1]:
             seg = seg[::-1]
-        return WallEstimate(seg, pts, [np.asarray(p, float) for p in pivots])
+        return WallEstimate(seg, pts, [np.asarray(p, float) for p in pivots], list(modes))
 
 
 def invert_streams(L: np.ndarray, theta: np.ndarray, launch, launch_angle: float, *, turn_length: float | None = None,
@@ -989,3 +998,44 @@ def wall_errors(estimates: list[WallEstimate], truth: list[np.ndarray]) -> np.nd
         s = est.segment
         errs.append(max(_point_seg(s[0], *tru), _point_seg(s[1], *tru), _point_seg(tru[0], *s), _point_seg(tru[1], *s)))
     return np.asarray(errs)
+
+
+def round_trip_actions(env, n_angles: int = 12, fractions=(0.2, 0.4, 0.6), turns_deg=(20, 40, 60)):
+    """Evaluation actions for the inversion: every launch point x ``n_angles`` launch angles over (0, 180) deg x
+    (straight + a turn at each fraction of the length with each of +-``turns_deg``), the paper's turning action
+    space layout (Section 4.1.1)."""
+    from .simulator import Action
+
+    out = []
+    for p in env.launches:
+        for a in np.linspace(0.1, math.pi - 0.1, n_angles):
+            out.append(Action(tuple(p), float(a), env.robot_length))
+            for f in fractions:
+                for t in turns_deg:
+                    for sgn in (-1, 1):
+                        out.append(Action(tuple(p), float(a), env.robot_length, f, math.radians(sgn * t)))
+    return out
+
+
+def round_trip(env, action, *, step: float = 0.001, events: bool = True, angle_noise: float = 0.0,
+               length_noise: float = 0.0, rng: np.random.Generator | None = None):
+    """Simulate ``action``, sense the deployment and invert the streams (criterion 2 of the issue).
+
+    Returns ``(deployment, errors)``: the per-wall Hausdorff errors [m] (:func:`wall_errors`), an empty array when the
+    deployment touched no wall, or ``None`` when the number of recovered walls differs from the true one.
+    """
+    from .simulator import simulate
+
+    dep = simulate(env.scene(), action)
+    truth = true_wall_runs(dep)
+    if not truth:
+        return dep, np.zeros(0)
+    L, th = sensor_streams(dep, step, angle_noise=angle_noise, length_noise=length_noise, rng=rng, events=events)
+    turn = action.turn_fraction * action.length if action.has_turn else None
+    est = invert_streams(L, th, action.launch, action.angle, turn_length=turn, turn_angle=action.turn_angle,
+                         angle_noise=angle_noise, length_noise=length_noise, friction=env.friction,
+                         radius=env.robot_radius, event_samples=events)
+    try:
+        return dep, wall_errors(est, truth)
+    except ValueError:
+        return dep, None
