@@ -1,6 +1,7 @@
 """softsnake: a GPU-first compliant-constraint physics engine for soft robots, on NVIDIA Warp."""
 
 from .geometry import TetMesh, box_tet_mesh, read_tet_mesh, tetrahedralize, write_tet_mesh
+from .robots import ChamberPressures, OpenLoopGait, PneumaticsConfig, SnakeConfig, SnakeSim
 from .sim import (
     Control,
     Model,
@@ -16,6 +17,11 @@ from .sim import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ChamberPressures",
+    "OpenLoopGait",
+    "PneumaticsConfig",
+    "SnakeConfig",
+    "SnakeSim",
     "Control",
     "Model",
     "ModelBuilder",
