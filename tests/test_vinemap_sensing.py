@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from softsnake.vinemap.environment import Environment, nonuniform_environment, uniform_environment
-from softsnake.vinemap.sensing import invert_streams, sensor_streams, true_wall_runs, wall_errors
+from softsnake.vinemap.geometry2d import norm
+from softsnake.vinemap.sensing import (invert_streams, round_trip, round_trip_actions, sensor_streams,
+                                       true_wall_runs, wall_errors)
 from softsnake.vinemap.simulator import Action, simulate
 
 SLAB = [[0.1, 0.6], [0.9, 0.6], [0.9, 0.7], [0.1, 0.7]]
@@ -50,42 +52,115 @@ def test_pivot_change_recovered_at_post_corner():
     assert wall_errors(est, true_wall_runs(dep))[0] < 0.01
 
 
-def _deployments():
-    for gen, seed in ((uniform_environment, 0), (uniform_environment, 1), (nonuniform_environment, 0),
-                      (nonuniform_environment, 1)):
+# Acceptance criterion 2 of issue 5: deployments simulated by the forward model, turned into (length, collision
+# angle) streams, are inverted back to walls within 1 cm noise-free. Seeded set: uniform and non-uniform environments
+# 0 and 1, both launch points, 12 launch angles, straight plus turns at 20/40/60 % of the length by +-20/40/60 deg
+# (the paper's turning action space layout): 1824 actions, ~1380 deployments that touch a wall, covering every
+# morphology (pivot, wrap, pivot-at-turn, positive/negative pivot, friction-locked). The larger set (seeds 0-9,
+# 15 angles, ~8000 deployments) and the noise table are in benchmarks/bench_vinemap.py --inversion.
+ENVS = [(uniform_environment, 0), (uniform_environment, 1), (nonuniform_environment, 0), (nonuniform_environment, 1)]
+
+
+def _round_trips(**kw):
+    for gen, seed in ENVS:
         env = gen(seed)
-        for a in np.linspace(0.2, math.pi - 0.2, 12):
-            for p in env.launches:
-                act = Action(p, float(a), env.robot_length)
-                dep = simulate(env.scene(), act)
-                if true_wall_runs(dep):
-                    yield act, dep
+        for act in round_trip_actions(env):
+            dep, err = round_trip(env, act, **kw)
+            if err is None or len(err):
+                yield act, dep, err
 
 
-def test_noise_free_round_trip_within_1cm():
-    errs = []
-    for act, dep in _deployments():
-        L, th = sensor_streams(dep)
-        errs.extend(wall_errors(invert_streams(L, th, act.launch, act.angle), true_wall_runs(dep)))
+def test_noise_free_round_trip_all_walls_within_1cm():
+    errs, wrong, n, events = [], [], 0, set()
+    straight = turned = 0
+    for act, dep, err in _round_trips():
+        n += 1
+        events |= set(dep.events)
+        if err is None:
+            wrong.append(act)
+            continue
+        errs.extend(err)
+        turned += act.has_turn
+        straight += not act.has_turn
     errs = np.asarray(errs)
-    assert len(errs) > 40
-    assert errs.max() < 0.01
+    assert n > 1300 and straight > 50 and turned > 1200
+    assert {"wrap", "pivot_at_turn", "positive_pivot", "negative_pivot", "friction_locked"} <= events
+    assert wrong == []                       # every deployment gives the right number of walls
+    assert errs.max() < 0.01                 # ... and every wall is within 1 cm (measured max 1.7 mm)
+    assert np.median(errs) < 1e-9            # exact up to round-off with event-triggered samples
 
 
-def test_noise_degrades_error():
-    med = []
-    for sig in (0.0, math.radians(1.0)):
-        errs = []
-        rng = np.random.default_rng(5)
-        for act, dep in _deployments():
-            L, th = sensor_streams(dep, angle_noise=sig, length_noise=0.001 if sig else 0.0, rng=rng)
-            try:
-                est = invert_streams(L, th, act.launch, act.angle, angle_noise=sig, length_noise=0.001 if sig else 0.0)
-                errs.extend(wall_errors(est, true_wall_runs(dep)))
-            except ValueError:
-                errs.append(np.inf)  # wall count mismatch counts as a failure
-        med.append(np.median(errs))
-    assert med[0] < med[1] < 0.03  # median wall error stays at the centimetre level with 1 deg / 1 mm noise
+def test_uniform_sampling_only():
+    # Without the event-triggered samples the instants of contact onset, wall corners and contact loss are known to
+    # within one 1 mm sample. Where the new pivot is a few millimetres from the tip the wall direction is then
+    # undetermined by several degrees: here the tip slides 0.65 m along the boundary about a skimmed corner 6 mm
+    # away, and the first sample comes 0.9 mm after the contact.
+    env = uniform_environment(0)
+    act = Action(env.launches[0], 2.5499365602198223, env.robot_length, 0.2, math.radians(-30))
+    _, err_ev = round_trip(env, act)
+    _, err_uni = round_trip(env, act, events=False)
+    assert err_ev.max() < 1e-6
+    assert 0.01 < err_uni.max() < 0.1
+    # over a smaller set, uniform sampling still recovers nearly all walls within 1 cm (measured 99.5 %, seeds 0-2)
+    errs, wrong = [], 0
+    env = uniform_environment(1)
+    for act in round_trip_actions(env, n_angles=6):
+        _, e = round_trip(env, act, events=False)
+        if e is None:
+            wrong += 1
+        else:
+            errs.extend(e)
+    errs = np.asarray(errs)
+    assert len(errs) > 150 and np.median(errs) < 0.002 and np.mean(errs < 0.01) > 0.97 and wrong <= 3
+
+
+def test_friction_locked_inverted():
+    # Eqs. 26-29: the tip stays pinned while the turn point moves on |T - B| = l_b; the stream shows the collision
+    # angle changing at a fixed contact point, then the tip slides (here: pivot at the moved turn point).
+    env = uniform_environment(0)
+    act = Action(env.launches[1], 1.4370875698135424, env.robot_length, 0.2, math.radians(-20))
+    dep, err = round_trip(env, act)
+    assert "friction_locked" in dep.events and any(p["kind"] == "friction_locked" for p in dep.phases)
+    assert err is not None and err.max() < 1e-6
+    L, th = sensor_streams(dep)
+    est = invert_streams(L, th, act.launch, act.angle, turn_length=0.2 * act.length, turn_angle=act.turn_angle)
+    assert est[0].modes[:2] == ["friction_locked", "pivot_at_turn"]
+    np.testing.assert_allclose(est[0].pivots[-1], dep.turn_point, atol=1e-9)   # where the lock left the turn
+    lock = next(p for p in dep.phases if p["kind"] == "friction_locked")
+    np.testing.assert_allclose(est[0].points[0], lock["tip"], atol=1e-12)       # the pinned contact point
+
+
+def test_no_slide_towards_the_pivot():
+    # Forward-model consistency: a growing segment can only slide its tip away from the foot of the perpendicular
+    # from its pivot (|tip - B| grows); rigid rotation likewise. The simulator freezes the turn / flips the side
+    # where the morphology asks for the impossible direction, so every contact phase starts where the tip is.
+    for gen, seed in ENVS[:2]:
+        env = gen(seed)
+        for act in round_trip_actions(env, n_angles=8):
+            dep = simulate(env.scene(), act)
+            for ph in dep.phases:
+                if ph["kind"] in ("slide", "turn_slide") and norm(ph["h2"] - ph["h"]) > 1e-9:
+                    assert (ph["h"] - ph["pivot"]) @ (ph["h2"] - ph["h"]) > -1e-9
+
+
+@pytest.mark.parametrize("sigma_deg,length_noise", [(0.5, 0.0), (1.0, 0.001), (2.0, 0.0)])
+def test_noise_degrades_gracefully(sigma_deg, length_noise):
+    rng = np.random.default_rng(5)
+    errs, wrong = [], 0
+    env = uniform_environment(0)
+    for act in round_trip_actions(env, n_angles=6):
+        _, e = round_trip(env, act, angle_noise=math.radians(sigma_deg), length_noise=length_noise, rng=rng)
+        if e is None:
+            wrong += 1
+        else:
+            errs.extend(e)
+    errs = np.asarray(errs)
+    # median at the millimetre-to-centimetre level, growing with the noise; most walls still within a few cm
+    # (measured on this set, see docs/vinemap.md for the full table)
+    med = np.median(errs)
+    assert med < {0.5: 0.005, 1.0: 0.008, 2.0: 0.015}[sigma_deg]
+    assert np.mean(errs < 0.03) > 0.85
+    assert wrong < 0.1 * (len(errs) + wrong)
 
 
 def test_turned_streams_from_recorded_phases():
@@ -111,12 +186,12 @@ def test_turned_round_trip_within_1cm(ang, frac, turn):
     act = Action(env.launches[0], math.radians(ang), env.robot_length, frac, math.radians(turn))
     dep = simulate(env.scene(), act)
     morph = {e for e in dep.events if e in ("pivot_at_turn", "positive_pivot", "negative_pivot")}
-    assert morph and "friction_locked" not in dep.events
-    L, th = sensor_streams(dep, action=act)
+    assert morph
+    L, th = sensor_streams(dep)
     est = invert_streams(L, th, act.launch, act.angle, turn_length=frac * act.length, turn_angle=act.turn_angle)
     truth = true_wall_runs(dep)  # the forward simulator's contacted walls
     assert len(truth) >= 1
-    assert wall_errors(est, truth).max() < 0.01
+    assert wall_errors(est, truth).max() < 1e-6
 
 
 def test_turned_slab_pivot_at_turn():
@@ -124,7 +199,8 @@ def test_turned_slab_pivot_at_turn():
     act = Action((0.5, 0.05), math.radians(95), 0.9, 0.3, math.radians(40))
     dep = simulate(env.scene(), act)
     assert "pivot_at_turn" in dep.events
-    L, th = sensor_streams(dep, action=act)
+    L, th = sensor_streams(dep)
     est = invert_streams(L, th, act.launch, act.angle, turn_length=0.27, turn_angle=act.turn_angle)
+    assert est[0].modes == ["pivot_at_turn"]
     np.testing.assert_allclose(est[0].pivots[0], dep.turn_point, atol=1e-9)  # Eq. 22: the turn point is the pivot
     assert wall_errors(est, true_wall_runs(dep)).max() < 0.01

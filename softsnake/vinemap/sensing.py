@@ -318,7 +318,7 @@ class _Inverter:
                  friction, radius, event_samples):
         self.events = bool(event_samples)
         self.L = np.asarray(L, float)
-        self.raw = np.asarray(theta, float)
+        self.raw = np.array(theta, dtype=float)   # a copy: unwrapped in place below
         self.th = self.raw.copy()
         self.noisy = angle_noise > 0 or length_noise > 0
         self.sa, self.sl = float(angle_noise), float(length_noise)
@@ -386,7 +386,7 @@ class _Inverter:
         Lc = L[j] if (Lprev is None or self.events) else 0.5 * (Lprev + L[j])
         src, arc_src, hf = self.source()
         Co = src + (Lc - arc_src) * unit(hf)
-        side = 1 if th[j] < math.pi / 2 else -1          # rotation side of a straight slide (Algorithm 2)
+        side = 1 if th[j] % math.pi < math.pi / 2 else -1   # rotation side of a straight slide (Algorithm 2)
         modes = []
         if self.mode.kind == "S":
             modes.append(("S0", _Mode("S", self.mode.Q, self.mode.arcQ), None, False))
@@ -460,7 +460,7 @@ class _Inverter:
             if self.friction is not None and self.radius is not None and m.lb > 0:
                 from .kinematics import classify_turn_morphology
                 sig = 1 if m.tt > 0 else -1
-                tc = th0 if sig > 0 else math.pi - th0
+                tc = th0 % math.pi if sig > 0 else math.pi - th0 % math.pi
                 morph = classify_turn_morphology(tc, abs(m.tt), self.friction, m.lb, max(Lc - m.arcT, 1e-9),
                                                  self.radius)
             if morph == "pivot_at_turn":
@@ -546,6 +546,43 @@ class _Inverter:
             return None
         return _Hyp(mode, n, 0.0, 9, True, (thW, Co), None, False, spread(best))
 
+    def fit_locked_same(self, j: int, end: int, thW: float, d_old: float):
+        """The rotating robot locks again on the same wall (friction-locked, Eqs. 26-29): the tip stops at the point
+        the rigid rotation reached at some length in the last sample interval; fitted from the next samples."""
+        m = self.mode
+        L, th = self.L, self.th
+        if m.kind != "R" or m.lb <= 1e-9 or end - j < 2:
+            return None
+        mfit = min(end - j, 3 if not self.noisy else 30)
+        sl = slice(j, j + mfit)
+
+        def tip(Le):
+            return m.tips([Le], [m.theta_at(Le, d_old, th[j - 1])], thW)[0]
+
+        def cost(Le):
+            mode = _Mode("F", m.Q, m.arcQ, m.arcT, m.tt, tip(Le))
+            r = self.locked_resid(mode, thW, sl)
+            return float(np.sum(r * r)) if not self.noisy else float(np.median(np.abs(r)))
+
+        a, b = float(L[j - 1]), float(L[j])
+        gr = (math.sqrt(5) - 1) / 2
+        c1, c2 = b - gr * (b - a), a + gr * (b - a)
+        f1, f2 = cost(c1), cost(c2)
+        for _ in range(60):
+            if f1 < f2:
+                b, c2, f2 = c2, c1, f1
+                c1 = b - gr * (b - a)
+                f1 = cost(c1)
+            else:
+                a, c1, f1 = c1, c2, f2
+                c2 = a + gr * (b - a)
+                f2 = cost(c2)
+        mode = _Mode("F", m.Q, m.arcQ, m.arcT, m.tt, tip(0.5 * (a + b)))
+        n = self.test_locked(mode, thW, j, end)
+        if n < 2:
+            return None
+        return _Hyp(mode, n, 0.0, 3, False, None, None, False, 0.0)
+
     def locked_resid(self, mode: _Mode, thW: float, sl):
         la = self.L[sl] - mode.arcT
         phi = thW - self.th[sl]
@@ -586,7 +623,9 @@ class _Inverter:
                     s2 = np.sin(ti + m.tt)
                     A = np.stack([s2, np.ones_like(ti)], axis=1)
                     y = m.arcT * s2 + (Li - m.arcT) * np.sin(ti) - d_old
-                sol, *_ = np.linalg.lstsq(A, y, rcond=None)
+                sol, _, rank, sv = np.linalg.lstsq(A, y, rcond=None)
+                if rank < 2 or sv[-1] < 1e-9 * sv[0]:
+                    continue         # the angle does not change (body along the wall): no pivot information
                 arcV, c = float(sol[0]), float(sol[1])
                 res = self.wrap_point(kind, arcV, c, L[j0] if skip else Lk, d_old, thW, th[j - 1])
                 if res is None:
@@ -639,6 +678,9 @@ class _Inverter:
                 if fl is not None:
                     fl.prior = 4
                     out.append(fl)
+                same = self.fit_locked_same(j, end, thW, d_old)
+                if same is not None:
+                    out.append(same)
         if m.kind == "F":
             out.extend(self.unlock_hyps(j, end, thW))
         return out
@@ -785,6 +827,9 @@ class _Inverter:
         if start is not None:
             runs.append((start, len(raw)))
         for i0, i1 in runs:
+            # theta_c is a line angle (mod pi): keep it continuous along the run, so that the heading thW - theta
+            # does not flip by pi where the body lies along the wall (theta ~ 0 ~ pi)
+            raw[i0:i1] = np.unwrap(raw[i0:i1], period=math.pi)
             self.breaks = set()
             if self.noisy:
                 # With noise a wall corner (or a new contact within one sample) is only accepted where the raw angle
