@@ -36,6 +36,16 @@ def _out_dir(path) -> Path:
     return ensure_writable_dir(Path(path))
 
 
+def _prepare(args):
+    """Quiet Warp, read the config, check the device and the output folder: all before any simulation work."""
+    import warp as wp
+
+    wp.config.quiet = True
+    cfg = _config(args)
+    _check_device(args.device)
+    return cfg, (_out_dir(args.out) if getattr(args, "out", None) else None)
+
+
 def _progress(desc: str, quiet: bool):
     from tqdm import tqdm
 
@@ -56,21 +66,17 @@ def _progress(desc: str, quiet: bool):
 
 # ---------------------------------------------------------------------------- gait
 def run_gait_command(args) -> int:
-    import warp as wp
-
     from softsnake.robots.pneumatics import OpenLoopGait
 
-    wp.config.quiet = True
-    cfg = _config(args)
-    gait = OpenLoopGait(omega_hz=args.omega, alpha=args.alpha, phi=args.phi, amplitude_psi=args.amplitude, p_max_psi=cfg.p_max_psi)
+    p_max = _config(args).p_max_psi
+    gait = OpenLoopGait(omega_hz=args.omega, alpha=args.alpha, phi=args.phi, amplitude_psi=args.amplitude, p_max_psi=p_max)
     if args.worlds < 1:
         raise ValueError(f"--worlds must be ≥ 1, got {args.worlds}")
     if not (math.isfinite(args.seconds) and args.seconds > 0):
         raise ValueError(f"--seconds must be > 0, got {args.seconds}")
+    cfg, out = _prepare(args)
     if args.no_latency:
         cfg = dataclasses.replace(cfg, pneumatics=dataclasses.replace(cfg.pneumatics, latency=False))
-    _check_device(args.device)
-    out = _out_dir(args.out)
 
     from softsnake.experiments.gait import SnakeUsdRecorder, plot_trajectory, run_gait
     from softsnake.io.files import write_json_atomic
@@ -109,12 +115,9 @@ def run_gait_command(args) -> int:
 
 # ----------------------------------------------------------------------- curvature
 def run_curvature_command(args) -> int:
-    import warp as wp
-
-    wp.config.quiet = True
-    cfg = _config(args)
-    _check_device(args.device)
-    out = _out_dir(args.out)
+    if not (args.max_psi > 0 and args.step_psi > 0 and math.isfinite(args.max_psi + args.step_psi)):
+        raise ValueError("--max-psi and --step-psi must be > 0")
+    cfg, out = _prepare(args)
     from softsnake.experiments.curvature import curvature_sweep
     from softsnake.io.files import save_figure_atomic, write_text_atomic
 
@@ -149,12 +152,9 @@ def run_curvature_command(args) -> int:
 
 # ------------------------------------------------------------------- step response
 def run_step_response_command(args) -> int:
-    import warp as wp
-
-    wp.config.quiet = True
-    cfg = _config(args)
-    _check_device(args.device)
-    out = _out_dir(args.out)
+    if not (args.seconds > 0 and math.isfinite(args.seconds)):
+        raise ValueError(f"--seconds must be > 0, got {args.seconds}")
+    cfg, out = _prepare(args)
     from softsnake.experiments.step_response import plot_step_responses, step_responses
     from softsnake.io.files import write_npz_atomic
 
@@ -169,16 +169,12 @@ def run_step_response_command(args) -> int:
 
 # --------------------------------------------------------------------------- bench
 def run_bench_command(args) -> int:
-    import warp as wp
-
-    wp.config.quiet = True
     from softsnake.experiments.bench import PAPER_TABLE_II, bench_snakes, parse_snakes
 
     snakes = parse_snakes(args.snakes)
     if args.frames < 1:
         raise ValueError(f"--frames must be ≥ 1, got {args.frames}")
-    cfg = _config(args)
-    _check_device(args.device)
+    cfg, _ = _prepare(args)
     rows = []
     for s in snakes:
         rows.append(bench_snakes(s, args.frames, device=args.device, config=cfg))
