@@ -1,4 +1,5 @@
-"""Table 1 of Fuentes et al. 2025 (final mapping scores after N deployments) and the mapping-loop timing.
+"""Table 1 of Fuentes et al. 2025 (final mapping scores after N deployments) and the mapping-loop timing, and the
+accuracy of the Section 2.4 stream inversion (issue 5, acceptance criterion 2).
 
 Runs the Monte Carlo mapping loop and the Ideal / Random baselines on seeded uniform and non-uniform environments
 with the straight (100) and turning (570) action spaces, then writes a markdown table and a CSV:
@@ -6,6 +7,14 @@ with the straight (100) and turning (570) action spaces, then writes a markdown 
     PYTHONPATH=. python3 benchmarks/bench_vinemap.py --envs 10 --deployments 20 --workers 2 --out bench_out
 
 Environments use seeds ``seed0 .. seed0 + envs - 1``; the MC sampling of each run is seeded with the same seed.
+
+Inversion accuracy (simulate -> (length, collision angle) streams -> walls, per-wall Hausdorff error):
+
+    PYTHONPATH=. python3 benchmarks/bench_vinemap.py --inversion --envs 10 --angles 15 --workers 2 --out bench_out
+
+noise-free over ``envs`` uniform + ``envs`` non-uniform environments x 2 launches x ``angles`` launch angles x
+(straight + turns at 20/40/60 % by +-20/40/60 deg), with and without the event-triggered samples; the noise rows
+use the first ``--noise-envs`` environments of each type and ``--noise-angles`` angles.
 """
 
 from __future__ import annotations
@@ -64,6 +73,79 @@ def time_loop(seed: int = 0, repeats: int = 3) -> float:
     return float(np.median(times))
 
 
+def inversion_job(kind: str, seed: int, n_angles: int, events: bool, angle_noise: float, length_noise: float):
+    """Round trips of every action of one environment: (errors of all walls [m], wrong wall counts, deployments)."""
+    import math
+
+    from softsnake.vinemap.sensing import round_trip, round_trip_actions
+
+    env = GENS[kind](seed)
+    rng = np.random.default_rng(1000 * seed + (kind == "nonuniform"))
+    errs, wrong, n, fl = [], 0, 0, 0
+    for act in round_trip_actions(env, n_angles=n_angles):
+        dep, e = round_trip(env, act, events=events, angle_noise=angle_noise, length_noise=length_noise, rng=rng)
+        if e is not None and len(e) == 0:
+            continue
+        n += 1
+        fl += "friction_locked" in dep.events
+        if e is None:
+            wrong += 1
+        else:
+            errs.extend(e.tolist())
+    return errs, wrong, n, fl
+
+
+def run_inversion(args) -> int:
+    import math
+
+    from tqdm import tqdm
+
+    os.makedirs(args.out, exist_ok=True)
+    kinds = args.kinds.split(",")
+    rows = [("noise-free, event samples", True, 0.0, 0.0, args.envs, args.angles),
+            ("noise-free, uniform 1 mm sampling only", False, 0.0, 0.0, args.envs, args.angles)]
+    for deg in (0.5, 1.0, 2.0):
+        rows.append((f"angle {deg:g} deg", True, math.radians(deg), 0.0, args.noise_envs, args.noise_angles))
+    for mm in (1.0, 5.0):
+        rows.append((f"length {mm:g} mm", True, 0.0, mm / 1000, args.noise_envs, args.noise_angles))
+    rows.append(("angle 1 deg + length 1 mm", True, math.radians(1.0), 0.001, args.noise_envs, args.noise_angles))
+    out = []
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.workers) as ex:
+        for name, ev, sa, sl, ne, na in rows:
+            futs = [ex.submit(inversion_job, k, args.seed0 + i, na, ev, sa, sl) for k in kinds for i in range(ne)]
+            errs, wrong, n, fl = [], 0, 0, 0
+            for f in tqdm(as_completed(futs), total=len(futs), desc=name):
+                e, w, m, q = f.result()
+                errs += e
+                wrong += w
+                n += m
+                fl += q
+            e = np.asarray(errs)
+            out.append(dict(row=name, envs=ne, angles=na, deployments=n, friction_locked=fl, walls=len(e), wrong=wrong,
+                            median_mm=1000 * np.median(e), p95_mm=1000 * np.percentile(e, 95), max_mm=1000 * e.max(),
+                            within_1cm=100 * np.mean(e < 0.01)))
+            print(out[-1], flush=True)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(out[0]))
+    w.writeheader()
+    w.writerows(out)
+    write_atomic(os.path.join(args.out, "inversion.csv"), buf.getvalue())
+    lines = [f"# Stream inversion accuracy (seeds {args.seed0}.., {', '.join(kinds)}; "
+             f"{time.perf_counter() - t0:.0f} s with {args.workers} workers)", "",
+             "| streams | envs x angles | deployments (friction-locked) | walls | median | 95th pct | max | "
+             "walls within 1 cm | wrong wall count |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in out:
+        lines.append(f"| {r['row']} | {2 * r['envs'] if len(kinds) == 2 else r['envs']} x {r['angles']} | "
+                     f"{r['deployments']} ({r['friction_locked']}) | {r['walls']} | {r['median_mm']:.3g} mm | "
+                     f"{r['p95_mm']:.3g} mm | {r['max_mm']:.3g} mm | {r['within_1cm']:.2f} % | "
+                     f"{r['wrong']} / {r['deployments']} |")
+    md = "\n".join(lines) + "\n"
+    write_atomic(os.path.join(args.out, "inversion.md"), md)
+    print(md)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--envs", type=int, default=10, help="environments per type")
@@ -75,7 +157,13 @@ def main(argv=None) -> int:
     ap.add_argument("--kinds", default="uniform,nonuniform")
     ap.add_argument("--spaces", default="straight,turning")
     ap.add_argument("--out", default="bench_vinemap_out")
+    ap.add_argument("--inversion", action="store_true", help="measure the stream inversion instead of Table 1")
+    ap.add_argument("--angles", type=int, default=15, help="launch angles per launch point (--inversion)")
+    ap.add_argument("--noise-envs", type=int, default=2, help="environments per type for the noise rows")
+    ap.add_argument("--noise-angles", type=int, default=8, help="launch angles for the noise rows")
     args = ap.parse_args(argv)
+    if args.inversion:
+        return run_inversion(args)
     from tqdm import tqdm
 
     os.makedirs(args.out, exist_ok=True)

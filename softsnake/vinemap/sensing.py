@@ -1,25 +1,32 @@
 """Proprioceptive sensing for vine robots (Fuentes et al. 2025, Section 2.4).
 
-Forward: :func:`sensor_streams` turns a simulated deployment into the two streams a tip sensor would give, robot
-length ``L`` [m] and tip collision angle ``theta_c`` [rad] (counter-clockwise from the growth direction to the wall
-tangent, ``NaN`` when the tip touches nothing), sampled every ``step`` metres of growth.
+Forward: :func:`sensor_streams` turns a simulated deployment into the two streams a tip sensor gives, robot length
+``L`` [m] and tip collision angle ``theta_c`` [rad] (counter-clockwise from the growth direction to the wall tangent,
+a line angle in ``[0, pi)``, ``NaN`` when the tip touches nothing), sampled every ``step`` metres of growth, plus (by
+default) the samples an event-triggered sensor logs when the contact state changes (onset, jump to another wall,
+loss). Every phase the simulator records is synthesised, friction-locked episodes (Eqs. 26-29) included.
 
-Inverse: :func:`invert_streams` recovers contact points and walls from the streams plus the launch pose only:
+Inverse: :func:`invert_streams` recovers the walls from the streams plus the robot's starting shape only (launch
+point and angle, turn arclength and angle). It segments each contact run into kinematic modes and picks, at each
+event, the explanation the samples support:
 
-* first contact of a run: ``C_o = B + L [cos th_B, sin th_B]`` (Eq. 16) with the wall direction
-  ``th_W = th_B + th_C0`` (Eq. 21 without a turn);
-* while sliding: ``C_i = B + L_i u(th_W - th_Ci)`` (Eq. 17, heading fixed relative to the flat wall);
-* pivot changes: when the contact points leave the wall line (the kink in ``theta_c(L)`` of Section 2.4), the new
-  pivot ``B' = B + s u(th_B)`` on the body line is solved by least squares from the flat-wall condition (the general
-  form of Eqs. 18-19);
-* after a skim (contact lost at a wall end), the wall end is kept as a candidate pivot; the next run picks the
-  pivot whose contact points are most collinear.
+* the modes have invariants that need no knowledge of the wall direction: sliding about a fixed pivot ``Q``
+  (Eqs. 17, 22): ``(L - arc_Q) sin theta_c`` = distance from ``Q`` to the wall; rigid rotation of the turned robot
+  about ``Q`` (positive/negative pivot, Eqs. 23-25): ``l_b sin(theta_c + theta_T) + l_a sin theta_c``; friction-
+  locked (Eqs. 26-29): the pinned tip ``C_o`` and ``|C_o - l_a u(th_W - theta_c) - Q| = l_b``;
+* contact onset: ``C_o`` on the free-growth ray (Eqs. 16, 20), ``th_W = heading + theta_c`` (Eq. 21); candidate
+  modes: the current pivot, skimmed corners (the body wraps them), pivot-at-turn, rigid rotation about the pivot or
+  a corner skimmed before the turn, friction-locked (which also fixes the contact instant and the wall direction);
+* inside a contact: a wrap (new pivot on the body, Eqs. 18-19 in general form: the invariant is linear in the new
+  pivot's arclength and wall distance, solved by least squares, with a continuity check on ``theta_c``), a convex
+  corner of the wall (new wall line, same kinematics or a new morphology), a new contact right after a skim, the end
+  of a friction lock (the turn freezes where the lock left it, or the robot rotates with the changed turn angle);
+* ties (one or two samples) are broken by looking one event ahead and, if still equal, by the morphology that
+  Eqs. 13-15 predict when ``friction`` and ``radius`` are given.
 
-With a pre-formed turn (Eqs. 20-25): the turn forms at the known arclength; at contact ``C_o`` follows Eq. 20 and
-``th_W = th_B + th_T + th_C0`` (Eq. 21); the morphology is chosen from the data -- the turn point as a fixed pivot
-(pivot-at-turn, Eq. 22, then Eq. 17) or rigid rotation of the turned robot about its pivot (positive/negative pivot,
-Eqs. 24-25) -- whichever keeps the contact points on the wall line. Friction-locked episodes (Eqs. 26-29) are not
-handled.
+With event samples the noise-free inversion is exact up to round-off. With uniform sampling only, the instants of
+onset, corners and contact loss are known to within one sample; where the pivot is a few millimetres from the tip
+this leaves the wall direction undetermined by degrees (``docs/vinemap.md``).
 """
 
 from __future__ import annotations
