@@ -58,14 +58,14 @@ class SnakeConfig:
     #: distance between the two wheel centres of a carriage: with half-track/axle height = 1.7 > μ a carriage slides
     #: sideways before it can tip over (a 64 mm track let the tail whip the snake onto its side)
     wheel_track: float = 0.10
-    wheel_mass: float = 0.01
+    #: a solid ABS wheel of this size (ρ ≈ 1050 kg/m³) is 30 g; much lighter wheels on their hinges make the contact
+    #: problem ill-conditioned at h = 1/120 s (10 g wheels: the gait diverged within 1 s)
+    wheel_mass: float = 0.03
     #: friction coefficient of every contact (paper Sec. VI: μ = 1)
     mu: float = 1.0
-    #: control step [s]: one frame of ``substeps`` solver steps. The paper steps h = 1/120 s (2 sub-steps per 1/60 s
-    #: frame); with our solver (4 Newton × 20 PCR, no line search) the full-resolution snake diverges at that step
-    #: under gait actuation, so the default is h = 1/240 s (4 sub-steps). Coarse meshes run at 2 (see docs/snake.md).
+    #: control step [s]: one frame of ``substeps`` solver steps; the paper's h = 0.0083 s = 1/120 s, 2 per 1/60 s frame
     frame_dt: float = 1.0 / 60.0
-    substeps: int = 4
+    substeps: int = 2
     pneumatics: PneumaticsConfig = field(default_factory=PneumaticsConfig)
     solver: SolverConfig = field(default_factory=lambda: SolverConfig(diagnostics=False))
 
