@@ -217,11 +217,17 @@ class WallEstimate:
 
 
 def _smooth(x: np.ndarray, k: int) -> np.ndarray:
+    """Moving average over ``k`` samples (a local straight-line fit); within ``k // 2`` of the ends, the straight
+    line fitted to the first / last ``k`` samples, so the ends are neither biased by a trend nor left unsmoothed."""
     if k <= 1 or len(x) < k:
         return x
     pad = k // 2
-    xp = np.concatenate([np.full(pad, x[0]), x, np.full(pad, x[-1])])
-    return np.convolve(xp, np.ones(k) / k, mode="valid")[: len(x)]
+    out = np.convolve(x, np.ones(k) / k, mode="same")
+    t = np.arange(k, dtype=float)
+    for sl, idx in ((slice(0, k), np.arange(pad)), (slice(len(x) - k, len(x)), np.arange(k - pad, k))):
+        c = np.polyfit(t, x[sl], 1)
+        out[sl][idx] = np.polyval(c, t[idx])
+    return out
 
 
 _TOL0 = 1e-7   # [m] consistency tolerance of the kinematic invariants for noise-free streams
@@ -324,7 +330,11 @@ class _Inverter:
     def __init__(self, L, theta, launch, launch_angle, turn_length, turn_angle, angle_noise, length_noise, jump,
                  friction, radius, event_samples):
         self.events = bool(event_samples)
-        self.L = np.asarray(L, float)
+        self.L = np.array(L, dtype=float)
+        if length_noise > 0 and len(self.L) > 15:
+            # the true length grows monotonically and (between event samples) linearly with the sample index:
+            # a moving average over the whole stream removes most of the independent per-sample noise
+            self.L = _smooth(self.L, 15)
         self.raw = np.array(theta, dtype=float)   # a copy: unwrapped in place below
         self.th = self.raw.copy()
         self.noisy = angle_noise > 0 or length_noise > 0
