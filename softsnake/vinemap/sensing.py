@@ -569,7 +569,7 @@ class _Inverter:
         m = self.mode
         L, th = self.L, self.th
         if m.kind != "R" or m.lb <= 1e-9 or end - j < 2:
-            return None
+            return []
         mfit = min(end - j, 3 if not self.noisy else 30)
         sl = slice(j, j + mfit)
 
@@ -596,9 +596,51 @@ class _Inverter:
                 f2 = cost(c2)
         mode = _Mode("F", m.Q, m.arcQ, m.arcT, m.tt, tip(0.5 * (a + b)))
         n = self.test_locked(mode, thW, j, end)
-        if n < 2:
-            return None
-        return _Hyp(mode, n, 0.0, 3, False, None, None, False, 0.0)
+        out = []
+        if n >= 2:
+            out.append(_Hyp(mode, n, 0.0, 3, False, None, None, False, 0.0))
+        # ... or the rotating pre-turn segment wraps a corner V = Q + s u(a) and the tip locks at that instant:
+        # per sample, |C_o - l_a u(phi) - V| = l_b - s gives s in closed form; the lock length makes them agree
+        # (linear in s: 2 (l_b - P_i.e) s = l_b^2 - |P_i|^2 with P_i = T_i - Q; ill-conditioned right at the lock
+        # start, where T_i ~ Q + l_b e, so fitted by least squares over up to 10 samples)
+        sl2 = slice(j, j + min(end - j, 10 if not self.noisy else 30))
+        la = L[sl2] - m.arcT
+        u = np.stack([np.cos(thW - th[sl2]), np.sin(thW - th[sl2])], axis=1)
+
+        def svals(Le):
+            Co = tip(Le)
+            e = unit(thW - m.theta_at(Le, d_old, th[j - 1]) - m.tt)
+            P = Co - la[:, None] * u - m.Q
+            A = 2.0 * (m.lb - P @ e)
+            B = m.lb ** 2 - np.sum(P * P, axis=1)
+            sw = float(A @ B / max(A @ A, 1e-300))
+            return sw, Co, e, float(np.sum((A * sw - B) ** 2))
+
+        def cost2(Le):
+            return svals(Le)[3]
+
+        a, b = float(L[j - 1]), float(L[j])
+        c1, c2 = b - gr * (b - a), a + gr * (b - a)
+        f1, f2 = cost2(c1), cost2(c2)
+        for _ in range(60):
+            if f1 < f2:
+                b, c2, f2 = c2, c1, f1
+                c1 = b - gr * (b - a)
+                f1 = cost2(c1)
+            else:
+                a, c1, f1 = c1, c2, f2
+                c2 = a + gr * (b - a)
+                f2 = cost2(c2)
+        best = min((0.5 * (a + b), float(L[j - 1]), float(L[j])), key=cost2)   # the lock may start at a sample
+        sw, Co, e, _ = svals(best)
+        if math.isfinite(sw):
+            if 1e-9 < sw < m.lb - 1e-9:
+                V = m.Q + sw * e
+                mode2 = _Mode("F", V, m.arcQ + sw, m.arcT, m.tt, Co)
+                n2 = self.test_locked(mode2, thW, j, end)
+                if n2 >= 2:
+                    out.append(_Hyp(mode2, n2, 0.0, 3.5, False, None, V, False, 0.0))
+        return out
 
     def locked_resid(self, mode: _Mode, thW: float, sl):
         la = self.L[sl] - mode.arcT
@@ -695,9 +737,7 @@ class _Inverter:
                 if fl is not None:
                     fl.prior = 4
                     out.append(fl)
-                same = self.fit_locked_same(j, end, thW, d_old)
-                if same is not None:
-                    out.append(same)
+                out.extend(self.fit_locked_same(j, end, thW, d_old))
         if m.kind == "F":
             out.extend(self.unlock_hyps(j, end, thW))
         return out
@@ -807,21 +847,18 @@ class _Inverter:
             if abs(z) > 1 + 1e-9:
                 continue
             a = math.asin(min(max(z, -1.0), 1.0))
-            best = None
-            for b in (a, math.pi - a):
+            for b in (a, math.pi - a):       # both branches; the unlock bracket decides
                 tt_e = wrap(b - th[j])
-                if best is None or abs(wrap(tt_e - tt_prev)) < abs(wrap(best - tt_prev)):
-                    best = tt_e
-            R = _Mode("R", X, aX, m.arcT, best)
-            # the lock ends (tip still at Co) between the last locked sample and this one
-            if True:
+                # the lock ends (tip still at Co) between the last locked sample and this one:
+                # |lbX + la e^{i tt}| = |Co - X|  ->  la = -lbX cos tt + sqrt(|Co - X|^2 - lbX^2 sin^2 tt)
                 D = norm(m.Co - X)
-                # |lbX + la e^{i tt}| = D  ->  la = -lbX cos tt + sqrt(D^2 - lbX^2 sin^2 tt)
-                disc = D * D - (lbX * math.sin(best)) ** 2
-                if disc < 0 or not self.unlock_in_bracket(m.arcT - lbX * math.cos(best) + math.sqrt(disc), j):
+                disc = D * D - (lbX * math.sin(tt_e)) ** 2
+                if disc < 0 or not self.unlock_in_bracket(m.arcT - lbX * math.cos(tt_e) + math.sqrt(disc), j):
                     continue
-            n, d, rms = self.test_mode(R, j, end, d=y)
-            out.append(_Hyp(R, n, y, pr, False, None, X if pr == 3 else None, False, rms))
+                R = _Mode("R", X, aX, m.arcT, tt_e)
+                n, d, rms = self.test_mode(R, j, end, d=y)
+                out.append(_Hyp(R, n, y, pr + 0.1 * abs(wrap(tt_e - tt_prev)), False, None, X if pr == 3 else None,
+                                False, rms))
         return out
 
     def unlock_in_bracket(self, Le: float, j: int) -> bool:
