@@ -1,7 +1,7 @@
 """The pneumatic soft snake (issue 4): model counts, curvature vs pressure, pressure/curvature step response,
 locomotion, batching, long runs, checkpoints and bad input.
 
-Simulation tests use a coarse link mesh (5 cross-sections of 13 particles, h = 1/120 s) to fit the CPU test budget;
+Simulation tests use a coarse link mesh (5 cross-sections of 13 particles) to fit the CPU test budget;
 the full-resolution numbers are in docs/snake.md.
 """
 
@@ -18,7 +18,7 @@ from softsnake.robots.pneumatics import ChamberPressures, OpenLoopGait
 from softsnake.robots.snake import PAPER_TABLE_I, SnakeConfig, snake_counts
 from softsnake.robots.snake_sim import SnakeSim
 
-COARSE = dict(sections=5, inner_ring=4, substeps=2)
+COARSE = dict(sections=5, inner_ring=4)
 
 
 def coarse(**kw) -> SnakeConfig:

@@ -20,7 +20,10 @@ def _config(args):
 
     cfg = SnakeConfig.from_toml(args.config) if getattr(args, "config", None) else SnakeConfig()
     if getattr(args, "coarse", False):
-        cfg = dataclasses.replace(cfg, sections=5, inner_ring=4, substeps=2)
+        cfg = dataclasses.replace(cfg, sections=5, inner_ring=4)
+    budget = {k: v for k, v in (("newton_iterations", getattr(args, "newton", None)), ("linear_iterations", getattr(args, "linear", None))) if v is not None}
+    if budget:
+        cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, **budget))
     return cfg
 
 
@@ -211,6 +214,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     def common(p, device=True):
         p.add_argument("--config", default=None, help="snake configuration TOML ([snake], [pneumatics], [solver] tables)")
         p.add_argument("--coarse", action="store_true", help="coarse link mesh (5 sections, 13 particles each) for quick runs")
+        p.add_argument("--newton", type=int, default=None, help="Newton iterations per solver step (default: config, 4)")
+        p.add_argument("--linear", type=int, default=None, help="PCR iterations per Newton iteration (default: config, 20)")
         if device:
             p.add_argument("--device", default="cpu", help="warp device: cpu, cuda, cuda:0 (default: cpu)")
             p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -91,10 +91,10 @@ def link_mesh(length: float, radius: float, sections: int = 13, inner_ring: int 
     tets[vol < 0] = tets[vol < 0][:, [1, 0, 2, 3]]
 
     n1 = inner_ring
-    quarter = n1 // 4
     plane = [0, 1, 1 + n1 // 2, 1 + n1, 1 + n1 + n1]  # centre, inner top/bottom, outer top/bottom (y = 0)
-    # chamber 0 (−y side): the inner-ring particles around θ = 3π/2 and the outer-ring particle on that axis
-    ch0 = [1 + (3 * quarter + d) % n1 for d in (-1, 0, 1)] + [1 + n1 + 3 * n1 // 2]
+    # chamber 0 (−y side): the inner-ring particles within 45° of its axis θ = 3π/2 and the outer-ring particle on it
+    off_axis = np.abs(2 * np.pi * np.arange(n1) / n1 - 1.5 * np.pi)
+    ch0 = [1 + int(j) for j in np.nonzero(off_axis <= np.pi / 4 + 1e-9)[0]] + [1 + n1 + 3 * n1 // 2]
     ch1 = [int(mirror[v]) for v in ch0]
     outer0 = [1 + n1 + j % (2 * n1) for j in range(n1, 2 * n1 + 1)]  # outer ring, θ from π to 2π (the −y half)
     outer1 = [int(mirror[v]) for v in outer0]
