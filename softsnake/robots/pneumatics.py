@@ -149,7 +149,8 @@ class ChamberPressures:
         """Signed link pressure p0 - p1, shape (worlds, links) [psi]."""
         return self._p[..., 0] - self._p[..., 1]
 
-    def _validate_targets(self, targets_signed_psi) -> np.ndarray:
+    def validate_targets(self, targets_signed_psi) -> np.ndarray:
+        """Checked signed targets (worlds, links) [psi]: right shape, finite, |a| ≤ p_max; else ValueError."""
         a = np.asarray(targets_signed_psi, dtype=np.float64)
         if a.shape != (self.worlds, self.links):
             raise ValueError(
@@ -174,7 +175,7 @@ class ChamberPressures:
         """
         if not _is_finite_number(dt) or float(dt) <= 0.0:
             raise ValueError(f"ChamberPressures.step: dt must be a positive finite time [s], got {dt!r}")
-        target = chamber_targets(self._validate_targets(targets_signed_psi))
+        target = chamber_targets(self.validate_targets(targets_signed_psi))
         cfg = self.config
         if not cfg.latency:
             self._p[...] = target

@@ -73,7 +73,7 @@ class SnakeSim:
         a = np.asarray(targets_psi, dtype=np.float64)
         if a.shape == (self.links,):
             a = np.broadcast_to(a, (self.worlds, self.links))
-        self._targets = self._pressures._validate_targets(a).copy()
+        self._targets = self._pressures.validate_targets(a).copy()
 
     def step(self, frames: int = 1) -> None:
         """Advance ``frames`` control steps (each ``config.substeps`` solver steps of ``config.h``)."""
