@@ -107,7 +107,7 @@ class BodyData:
     joint_drive_mode: wp.array(dtype=int)  # 0 free, 1 velocity motor, 2 spring
     joint_drive_target: wp.array(dtype=float)  # motor: rate [rad/s or m/s]; spring: rest angle [rad] or slide [m]
     joint_drive_compliance: wp.array(dtype=float)  # spring: 1/K
-    joint_drive_damping: wp.array(dtype=float)  # spring: β = damping/K [s]
+    joint_drive_damping: wp.array(dtype=float)  # spring: β = damping/K [s]; motor: damping gain d [N m s/rad or N s/m]
 
     # shapes on bodies (pose in the body frame) and their contact features (body frame)
     body_shape_type: wp.array(dtype=int)

@@ -350,8 +350,13 @@ def assemble_body_rows(
                 comp = 1.0
                 phi = 0.0
             elif mode == DRIVE_MOTOR:
+                # velocity row J v⁺ = target; with damping d > 0 it is compliant, J v⁺ − target + λ/(d·h) = 0, so the
+                # impulse is −d·h·(J v⁺ − target): a viscous damper / velocity servo of gain d (d = 0: a hard motor)
                 comp = 0.0
-                phi = jv - b.joint_drive_target[j]
+                gain = b.joint_drive_damping[j]
+                if gain > 0.0:
+                    comp = 1.0 / (gain * h)
+                phi = jv - b.joint_drive_target[j] + comp * lam[row0 + r]
             elif mode == DRIVE_SPRING:
                 beta = b.joint_drive_damping[j]
                 comp = b.joint_drive_compliance[j] / (h * (h + beta))

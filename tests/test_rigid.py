@@ -197,3 +197,23 @@ def test_rigid_builder_rejects_bad_input(call, match):
     b.add_body((0, 0, 1), mass=1.0, inertia=(0.1, 0.1, 0.1))
     with pytest.raises(ValueError, match=match):
         call(b)
+
+
+def test_damped_hinge_spins_down_exponentially():
+    """A hinge 'motor' with target 0 and damping d is a viscous bearing: I ω̇ = −d ω, so ω decays as exp(−d t / I)
+    (implicit Euler: ω_n = ω_0 (1 + d h / I)^−n)."""
+    b = ss.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    inertia = np.array([2e-4, 3e-4, 5e-4])  # spin about the body z axis: I = 5e-4 kg m²
+    wheel = b.add_body((0.0, 0.0, 0.0), mass=0.2, inertia=inertia, ang_vel=(0.0, 0.0, 10.0))
+    tau = 0.5  # time constant I/d [s]
+    b.add_joint_revolute(-1, wheel, (0.0, 0.0, 0.0), (0.0, 0.0, 1.0), target_velocity=0.0, damping=inertia[2] / tau)
+    model = b.finalize(device=TEST_DEVICE)
+    state = model.state()
+    h = 1.0 / 240.0
+    solver = ss.Solver(model, dt=h)
+    for _ in range(240):
+        solver.step(state)
+    omega = state.body_qd.numpy()[0, 3:]
+    assert omega[2] == pytest.approx(10.0 * (1.0 + h / tau) ** -240, rel=2e-3)
+    assert omega[2] == pytest.approx(10.0 * np.exp(-1.0 / tau), rel=2e-2)
+    assert abs(omega[0]) + abs(omega[1]) < 1e-6

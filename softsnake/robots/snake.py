@@ -55,6 +55,9 @@ class SnakeConfig:
     carriage_mass: float = 0.05
     wheel_radius: float = 0.03  # the axle height: keeps the soft links 10 mm above the ground
     wheel_width: float = 0.01
+    #: viscous loss of each wheel hinge [N m s/rad] (bearing and rolling resistance; 0: free wheels, as measured in
+    #: docs/snake.md — a wheel rolling at ω then loses wheel_damping·ω² of power)
+    wheel_damping: float = 0.0
     #: distance between the two wheel centres of a carriage: with half-track/axle height = 1.7 > μ a carriage slides
     #: sideways before it can tip over (a 64 mm track let the tail whip the snake onto its side)
     wheel_track: float = 0.10
@@ -74,7 +77,7 @@ class SnakeConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise ValueError(f"SnakeConfig.{name} must be a finite number > 0, got {v!r}")
-        for name in ("material_damping", "mu"):
+        for name in ("material_damping", "mu", "wheel_damping"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"SnakeConfig.{name} must be a finite number ≥ 0, got {v!r}")
@@ -198,7 +201,8 @@ def build_snake(config: SnakeConfig, builder: ModelBuilder | None = None) -> tup
             y = side * c.wheel_track / 2
             wheel = b.add_body((x, y, z0), rot=wheel_rot)
             b.add_shape_cylinder(wheel, c.wheel_radius, c.wheel_width / 2, mu=c.mu, density=wheel_density, body_contact=False, particle_contact=False)
-            b.add_joint_revolute(body, wheel, (x, y, z0), (0.0, 1.0, 0.0))
+            drive = dict(target_velocity=0.0, damping=c.wheel_damping) if c.wheel_damping > 0 else {}
+            b.add_joint_revolute(body, wheel, (x, y, z0), (0.0, 1.0, 0.0), **drive)
             wheels.append(wheel)
     segment = c.link_length / (c.sections - 1)
     lines = int(np.count_nonzero(mesh.actuation_chamber == 0)) // (c.sections - 1)

@@ -154,7 +154,7 @@ class RigidBuilderMixin:
         if target_velocity is not None and stiffness:
             raise ValueError("a joint drive is either a velocity motor (target_velocity) or a spring (stiffness), not both")
         if target_velocity is not None:
-            mode, target, drive_compliance, beta = DRIVE_MOTOR, float(target_velocity), 0.0, 0.0
+            mode, target, drive_compliance, beta = DRIVE_MOTOR, float(target_velocity), 0.0, check.non_negative("damping", damping)
             if not np.isfinite(target):
                 raise ValueError(f"target_velocity must be finite, got {target_velocity!r}")
         elif stiffness:
@@ -193,7 +193,9 @@ class RigidBuilderMixin:
         """Hinge between ``parent`` (−1: world) and ``child`` through ``anchor`` [m] about ``axis`` (world frame at build).
 
         Optional drive on the hinge angle: a velocity motor (``target_velocity`` [rad/s]) or a spring (``stiffness``
-        [N m/rad], ``damping`` [N m s/rad], ``rest_angle`` [rad] from the built pose). compliance: of the 5 locked rows."""
+        [N m/rad], ``damping`` [N m s/rad], ``rest_angle`` [rad] from the built pose). A motor with ``damping`` > 0 is
+        a viscous servo, torque = damping·(target − ω); ``target_velocity=0`` with damping is bearing friction.
+        compliance: of the 5 locked rows."""
         return self._add_joint(JOINT_REVOLUTE, parent, child, anchor, axis, target_velocity=target_velocity, stiffness=stiffness, damping=damping, rest=rest_angle, compliance=compliance)
 
     def add_joint_prismatic(self, parent: int, child: int, anchor, axis, *, target_velocity=None, stiffness: float = 0.0, damping: float = 0.0, rest_slide: float = 0.0, compliance: float = 0.0) -> int:
