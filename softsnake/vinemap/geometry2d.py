@@ -118,3 +118,22 @@ def segment_crosses_edges(p, q, edge_a: np.ndarray, edge_b: np.ndarray, margin: 
     m = margin / seg_len
     ok = (np.abs(den) > 1e-14) & (t > m) & (t < 1 - m) & (s > 1e-9) & (s < 1 - 1e-9)
     return bool(ok.any())
+
+
+def circle_intersection_nearest(c1, r1: float, c2, r2: float, ref, tol: float = 1e-12):
+    """Intersection of the circles |p − c1| = r1 and |p − c2| = r2 [m] nearest ``ref``; ``None`` if they do not meet
+    (the chord's squared half-length below −``tol``) or share their centre."""
+    c1, c2 = np.asarray(c1, float), np.asarray(c2, float)
+    dv = c2 - c1
+    dd = norm(dv)
+    if dd < 1e-15:
+        return None
+    x = (dd * dd + r1 * r1 - r2 * r2) / (2 * dd)
+    y2 = r1 * r1 - x * x
+    if y2 < -tol:
+        return None
+    y = math.sqrt(max(y2, 0.0))
+    ex = dv / dd
+    ey = np.array([-ex[1], ex[0]])
+    sols = [c1 + x * ex + y * ey, c1 + x * ex - y * ey]
+    return min(sols, key=lambda p: norm(p - np.asarray(ref, float)))

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .geometry2d import angle_of, line_circle_param, norm, unit, wrap
+from .geometry2d import angle_of, circle_intersection_nearest, line_circle_param, norm, unit, wrap
 
 __all__ = ["sensor_streams", "invert_streams", "WallEstimate", "wall_errors", "true_wall_runs", "round_trip_actions",
            "round_trip"]
@@ -61,6 +61,23 @@ def _arc_of_vertex(shape: np.ndarray, arcs: np.ndarray, p) -> float:
     return float(arcs[k])
 
 
+def _golden_section_min(f, a: float, b: float, iterations: int = 60) -> float:
+    """Minimiser of a unimodal ``f`` on [a, b] by golden-section search (the bracket shrinks by 0.618 per step)."""
+    gr = (math.sqrt(5) - 1) / 2
+    c1, c2 = b - gr * (b - a), a + gr * (b - a)
+    f1, f2 = f(c1), f(c2)
+    for _ in range(iterations):
+        if f1 < f2:
+            b, c2, f2 = c2, c1, f1
+            c1 = b - gr * (b - a)
+            f1 = f(c1)
+        else:
+            a, c1, f1 = c1, c2, f2
+            c2 = a + gr * (b - a)
+            f2 = f(c2)
+    return 0.5 * (a + b)
+
+
 def _post_turn_length(R: float, lb: float, tt: float) -> float:
     """Post-turn length ``l_a`` [m] with ``|l_b + l_a e^{i tt}| = R`` (tip at distance ``R`` from the pivot)."""
     return -lb * math.cos(tt) + math.sqrt(max(R * R - (lb * math.sin(tt)) ** 2, 0.0))
@@ -69,19 +86,7 @@ def _post_turn_length(R: float, lb: float, tt: float) -> float:
 def _locked_turn_point(B, lb: float, tip, la: float, T_ref):
     """Turn point of a friction-locked robot: on ``|T - B| = lb`` (Eq. 26) at distance ``la`` from the pinned tip,
     the circle intersection nearer ``T_ref``; ``None`` if the circles do not meet."""
-    dv = np.asarray(tip, float) - np.asarray(B, float)
-    dd = norm(dv)
-    if dd < 1e-15:
-        return None
-    x = (dd * dd + lb * lb - la * la) / (2 * dd)
-    y2 = lb * lb - x * x
-    if y2 < -1e-12 * max(lb * lb, 1e-30):
-        return None
-    y = math.sqrt(max(y2, 0.0))
-    ex = dv / dd
-    ey = np.array([-ex[1], ex[0]])
-    sols = [B + x * ex + y * ey, B + x * ex - y * ey]
-    return min(sols, key=lambda p: norm(p - np.asarray(T_ref, float)))
+    return circle_intersection_nearest(B, lb, tip, la, T_ref, tol=1e-12 * max(lb * lb, 1e-30))
 
 
 def _phase_wall(ph):
@@ -539,19 +544,7 @@ class _Inverter:
             vals = [spread(x) for x in xs]
             k = int(np.argmin(vals))
             a, b = xs[max(k - 1, 0)], xs[min(k + 1, len(xs) - 1)]
-            gr = (math.sqrt(5) - 1) / 2
-            c1, c2 = b - gr * (b - a), a + gr * (b - a)
-            f1, f2 = spread(c1), spread(c2)
-            for _ in range(60):
-                if f1 < f2:
-                    b, c2, f2 = c2, c1, f1
-                    c1 = b - gr * (b - a)
-                    f1 = spread(c1)
-                else:
-                    a, c1, f1 = c1, c2, f2
-                    c2 = a + gr * (b - a)
-                    f2 = spread(c2)
-            best = 0.5 * (a + b)
+            best = _golden_section_min(spread, a, b)
         w = walls(best)
         if w is None:
             return None
@@ -581,20 +574,7 @@ class _Inverter:
             r = self.locked_resid(mode, thW, sl)
             return float(np.sum(r * r)) if not self.noisy else float(np.median(np.abs(r)))
 
-        a, b = float(L[j - 1]), float(L[j])
-        gr = (math.sqrt(5) - 1) / 2
-        c1, c2 = b - gr * (b - a), a + gr * (b - a)
-        f1, f2 = cost(c1), cost(c2)
-        for _ in range(60):
-            if f1 < f2:
-                b, c2, f2 = c2, c1, f1
-                c1 = b - gr * (b - a)
-                f1 = cost(c1)
-            else:
-                a, c1, f1 = c1, c2, f2
-                c2 = a + gr * (b - a)
-                f2 = cost(c2)
-        mode = _Mode("F", m.Q, m.arcQ, m.arcT, m.tt, tip(0.5 * (a + b)))
+        mode = _Mode("F", m.Q, m.arcQ, m.arcT, m.tt, tip(_golden_section_min(cost, float(L[j - 1]), float(L[j]))))
         n = self.test_locked(mode, thW, j, end)
         out = []
         if n >= 2:
@@ -619,19 +599,7 @@ class _Inverter:
         def cost2(Le):
             return svals(Le)[3]
 
-        a, b = float(L[j - 1]), float(L[j])
-        c1, c2 = b - gr * (b - a), a + gr * (b - a)
-        f1, f2 = cost2(c1), cost2(c2)
-        for _ in range(60):
-            if f1 < f2:
-                b, c2, f2 = c2, c1, f1
-                c1 = b - gr * (b - a)
-                f1 = cost2(c1)
-            else:
-                a, c1, f1 = c1, c2, f2
-                c2 = a + gr * (b - a)
-                f2 = cost2(c2)
-        best = min((0.5 * (a + b), float(L[j - 1]), float(L[j])), key=cost2)   # the lock may start at a sample
+        best = min((_golden_section_min(cost2, float(L[j - 1]), float(L[j])), float(L[j - 1]), float(L[j])), key=cost2)  # the lock may start at a sample
         sw, Co, e, _ = svals(best)
         if math.isfinite(sw):
             if 1e-9 < sw < m.lb - 1e-9:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .environment import Scene
-from .geometry2d import (EPS, angle_of, cross, line_circle_param, norm, points_in_polygon, points_in_triangle,
+from .geometry2d import (EPS, angle_of, circle_intersection_nearest, cross, line_circle_param, norm, points_in_polygon, points_in_triangle,
                          ray_cast, ray_line_intersection, segment_crosses_edges, unit, wrap)
 from .kinematics import (body_angle_to_reach, boundary_fl_np, boundary_pat_fl, classify_turn_morphology,
                          critical_contact_angle)
@@ -592,20 +592,7 @@ class _Sim:
 
 def _locked_turn_point(B, lb: float, h, la: float, T_ref):
     """Intersection of the circles ``|T - B| = lb`` and ``|T - h| = la`` nearest ``T_ref`` (``None`` if none)."""
-    B, h = np.asarray(B, float), np.asarray(h, float)
-    dv = h - B
-    dd = norm(dv)
-    if dd < 1e-15:
-        return None
-    x = (dd * dd + lb * lb - la * la) / (2 * dd)
-    y2 = lb * lb - x * x
-    if y2 < -1e-12:
-        return None
-    y = math.sqrt(max(y2, 0.0))
-    ex = dv / dd
-    ey = np.array([-ex[1], ex[0]])
-    sols = [B + x * ex + y * ey, B + x * ex - y * ey]
-    return min(sols, key=lambda p: norm(p - np.asarray(T_ref, float)))
+    return circle_intersection_nearest(B, lb, h, la, T_ref)
 
 
 def simulate(scene: Scene, action: Action, *, max_events: int = 200) -> Deployment:
