@@ -178,11 +178,11 @@ class SnakeLayout:
     counts: dict
 
 
-def build_snake(config: SnakeConfig, builder: ModelBuilder | None = None) -> tuple[ModelBuilder, SnakeLayout]:
-    """Add one snake (and a ground plane with μ = config.mu) to a builder. The snake lies along +x, carriage 0 at the
+def build_snake(config: SnakeConfig) -> tuple[ModelBuilder, SnakeLayout]:
+    """A builder holding one snake on a ground plane (μ = config.mu). The snake lies along +x, carriage 0 at the
     tail end (x = 0) … carriage ``links`` at the head; link i joins carriage i and i+1."""
     c = config
-    b = builder or ModelBuilder()
+    b = ModelBuilder()
     mesh = link_mesh(c.link_length, c.link_radius, c.sections, c.inner_ring)
     z0 = c.wheel_radius  # axle height = link axis height
     pitch = c.link_length + c.carriage_length
