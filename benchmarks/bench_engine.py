@@ -17,6 +17,8 @@ import time
 import numpy as np
 import warp as wp
 
+from softsnake.sim.model import quiet_warp
+
 import softsnake as ss
 from softsnake.scenes import soft_slab_on_ground, soft_slab_with_rigid_chain
 
@@ -85,7 +87,7 @@ def main():
     ap.add_argument("--scene", choices=sorted(SCENES), default="slab", help="slab: soft mesh on the ground; slab+chain: plus hinged rigid carriages attached to it")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    wp.config.quiet = True
+    quiet_warp()
     wp.init()
     rows = [bench(a.device, int(w), a.steps, a.newton, a.linear, a.dt, a.scene) for w in a.worlds.split(",")]
     dev = wp.get_device(a.device)

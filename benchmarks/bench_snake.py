@@ -14,6 +14,8 @@ import platform
 
 import warp as wp
 
+from softsnake.sim.model import quiet_warp
+
 from softsnake.experiments.bench import PAPER_TABLE_II, bench_snakes, parse_snakes
 
 
@@ -23,7 +25,7 @@ def main() -> None:
     ap.add_argument("--snakes", default="0.25,1,2,4")
     ap.add_argument("--frames", type=int, default=20)
     args = ap.parse_args()
-    wp.config.quiet = True
+    quiet_warp()
     rows = [bench_snakes(s, args.frames, device=args.device) for s in parse_snakes(args.snakes)]
     device = wp.get_device(args.device)
     header = dict(date=datetime.date.today().isoformat(), device=device.name, machine=platform.processor() or platform.machine(), warp=wp.config.version, frames=args.frames)

@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from softsnake.sim.model import quiet_warp
+
+    quiet_warp()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -13,7 +13,7 @@ from softsnake.io.files import write_npz_atomic
 
 
 def run_demo(args) -> int:
-    import warp as wp
+    from softsnake.sim.model import quiet_warp
     from tqdm import tqdm
 
     import softsnake as ss
@@ -26,7 +26,7 @@ def run_demo(args) -> int:
         out.mkdir(parents=True, exist_ok=True)
         if not os.access(out, os.W_OK):
             raise ValueError(f"output folder {str(out)!r} is not writable")
-    wp.config.quiet = True
+    quiet_warp()
     model = demo_scene().finalize(device=args.device, worlds=args.worlds)
     state = model.state()
     solver = ss.Solver(model, dt=args.dt, newton_iterations=args.newton, linear_iterations=args.linear)

@@ -2,9 +2,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import warp as wp
+from softsnake.sim.model import quiet_warp
 
-wp.config.quiet = True
+quiet_warp()
 sys.path.insert(0, str(Path(__file__).parent))  # for tests/reference.py
 
 

@@ -41,9 +41,6 @@ def _out_dir(path) -> Path:
 
 def _prepare(args):
     """Quiet Warp, read the config, check the device and the output folder: all before any simulation work."""
-    import warp as wp
-
-    wp.config.quiet = True
     cfg = _config(args)
     _check_device(args.device)
     return cfg, (_out_dir(args.out) if getattr(args, "out", None) else None)

@@ -8,6 +8,13 @@ import warp as wp
 from softsnake.kernels.data import BodyData, ModelData
 
 
+def quiet_warp() -> None:
+    """Silence Warp's start-up banner and per-module load messages (warnings and errors still show)."""
+    wp.config.quiet = True  # Warp < 1.10
+    if hasattr(wp, "LOG_WARNING"):
+        wp.config.log_level = wp.LOG_WARNING
+
+
 def resolve_device(device) -> wp.context.Device:
     """Warp device from a name ("cpu", "cuda", "cuda:0") with a clear error when it is not available."""
     wp.init()
