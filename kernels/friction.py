@@ -62,6 +62,20 @@ def cone_scale(l1: float, l2: float, mu1: float, mu2: float, lam_n: float) -> fl
     return 1.0
 
 
+@wp.func
+def cone_projected(l1: float, l2: float, mu: wp.vec2, lam_n: float) -> wp.vec2:
+    """Friction impulses (λ1, λ2) projected onto the elliptic cone |(λ1/μ1, λ2/μ2)| ≤ λ_n; a direction with μ = 0
+    carries no friction."""
+    a1 = l1
+    a2 = l2
+    if mu[0] <= 0.0:
+        a1 = 0.0
+    if mu[1] <= 0.0:
+        a2 = 0.0
+    k = cone_scale(a1, a2, mu[0], mu[1], lam_n)
+    return wp.vec2(a1 * k, a2 * k)
+
+
 from .contact import fischer_burmeister_row  # noqa: E402
 from .data import ContactSettings, Jacobian, ModelData  # noqa: E402
 
@@ -142,16 +156,9 @@ def project_friction(
     if wp.length_sq(wp.vec3(F[2, 0], F[2, 1], F[2, 2])) == 0.0:
         contact_lam_n_prev[tid] = 0.0
         return
-    mu = m.shape_mu[s]
-    l1 = lam[row0]
-    l2 = lam[row0 + 1]
-    if mu[0] <= 0.0:
-        l1 = 0.0
-    if mu[1] <= 0.0:
-        l2 = 0.0
-    k = cone_scale(l1, l2, mu[0], mu[1], lam_n)
-    n1 = l1 * k
-    n2 = l2 * k
+    projected = cone_projected(lam[row0], lam[row0 + 1], m.shape_mu[s], lam_n)
+    n1 = projected[0]
+    n2 = projected[1]
     d1 = n1 - lam[row0]
     d2 = n2 - lam[row0 + 1]
     if d1 != 0.0 or d2 != 0.0:

@@ -13,7 +13,7 @@ import warp as wp
 
 from .contact import shape_signed_distance
 from .data import BodyData, BodyJacobian, ContactSettings, Jacobian, ModelData
-from .friction import assemble_contact_rows, cone_scale, switch_off_contact_rows
+from .friction import assemble_contact_rows, cone_projected, switch_off_contact_rows
 from .rigid import ang, body_pose, body_vel, body_velocity_change, joint_row0, lin, row_effective_mass
 from .types import SHAPE_CYLINDER
 
@@ -191,17 +191,11 @@ def project_cone_rows(lam: wp.array(dtype=float), row0: int, mu: wp.vec2, delta:
     """Project the friction impulses of the contact rows at row0 (t1, t2, n) onto their cone; the changes go to
     ``delta`` (applied by the caller through Jᵀ and M⁻¹). Returns the normal impulse."""
     lam_n = lam[row0 + 2]
-    l1 = lam[row0]
-    l2 = lam[row0 + 1]
-    if mu[0] <= 0.0:
-        l1 = 0.0
-    if mu[1] <= 0.0:
-        l2 = 0.0
-    s = cone_scale(l1, l2, mu[0], mu[1], lam_n)
-    delta[row0] = l1 * s - lam[row0]
-    delta[row0 + 1] = l2 * s - lam[row0 + 1]
-    lam[row0] = l1 * s
-    lam[row0 + 1] = l2 * s
+    projected = cone_projected(lam[row0], lam[row0 + 1], mu, lam_n)
+    delta[row0] = projected[0] - lam[row0]
+    delta[row0 + 1] = projected[1] - lam[row0 + 1]
+    lam[row0] = projected[0]
+    lam[row0 + 1] = projected[1]
     return lam_n
 
 
@@ -234,7 +228,8 @@ def project_body_friction(
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Particles against body shapes: slot k = particle · n_body_shapes + shape, rows (t1, t2, n) after the body contacts.
+# Particles against body shapes: slot k = particle · n + j for the j-th of the n body shapes particles collide with
+# (``particle_contact``), rows (t1, t2, n) after the body contacts.
 
 
 @wp.func
