@@ -39,9 +39,9 @@ def _out_dir(path) -> Path:
     return ensure_writable_dir(Path(path))
 
 
-def _prepare(args):
-    """Quiet Warp, read the config, check the device and the output folder: all before any simulation work."""
-    cfg = _config(args)
+def _prepare(args, cfg=None):
+    """Read the config (unless given), check the device and the output folder: all before any simulation work."""
+    cfg = cfg if cfg is not None else _config(args)
     _check_device(args.device)
     return cfg, (_out_dir(args.out) if getattr(args, "out", None) else None)
 
@@ -68,13 +68,13 @@ def _progress(desc: str, quiet: bool):
 def run_gait_command(args) -> int:
     from softsnake.robots.pneumatics import OpenLoopGait
 
-    p_max = _config(args).p_max_psi
-    gait = OpenLoopGait(omega_hz=args.omega, alpha=args.alpha, phi=args.phi, amplitude_psi=args.amplitude, p_max_psi=p_max)
+    cfg = _config(args)
+    gait = OpenLoopGait(omega_hz=args.omega, alpha=args.alpha, phi=args.phi, amplitude_psi=args.amplitude, p_max_psi=cfg.p_max_psi)
     if args.worlds < 1:
         raise ValueError(f"--worlds must be ≥ 1, got {args.worlds}")
     if not (math.isfinite(args.seconds) and args.seconds > 0):
         raise ValueError(f"--seconds must be > 0, got {args.seconds}")
-    cfg, out = _prepare(args)
+    cfg, out = _prepare(args, cfg)
     if args.no_latency:
         cfg = dataclasses.replace(cfg, pneumatics=dataclasses.replace(cfg.pneumatics, latency=False))
 

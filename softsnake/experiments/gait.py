@@ -127,9 +127,9 @@ class SnakeUsdRecorder:
         for w in range(sim.worlds):
             for i in range(sim.links):
                 self.writer.add_soft_mesh(f"snake_{w}_link_{i}", tris)
-            for k, _ in enumerate(sim.layout.carriages):
+            for k in range(len(sim.layout.carriages)):
                 self.writer.add_box(f"snake_{w}_carriage_{k}", half)
-            for k, _ in enumerate(sim.layout.wheels):
+            for k in range(len(sim.layout.wheels)):
                 self.writer.add_cylinder(f"snake_{w}_wheel_{k}", cfg.wheel_radius, cfg.wheel_width / 2)
         self(sim, force=True)
 

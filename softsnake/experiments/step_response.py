@@ -3,6 +3,7 @@ back to 0, through the latency model (Eqs. 10–12), with the link curvature tha
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,8 +38,6 @@ def step_responses(fractions=(0.6, 0.7, 0.8, 0.9, 1.0), *, seconds: float = 1.0,
     if fr.size == 0 or np.any(~np.isfinite(fr)) or np.any(fr <= 0) or np.any(fr > 1):
         raise ValueError(f"fractions must be in (0, 1], got {fractions!r}")
     base = config or SnakeConfig()
-    import dataclasses
-
     cfg = dataclasses.replace(base, links=1)
     levels = fr * cfg.pneumatics.p_max_psi
     sim = SnakeSim(worlds=fr.size, device=device, config=cfg)

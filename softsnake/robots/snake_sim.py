@@ -59,11 +59,7 @@ class SnakeSim:
         self._distance_chamber = wp.array(self.layout.distance_chamber, dtype=int, device=self.device)
         self.time = 0.0
         self.frame = 0
-        masses = self.model.particle_mass
-        self._particle_mass = masses
-        body_mass, _ = builder.resolved_body_mass_properties()
-        self._body_mass = np.asarray(body_mass, dtype=np.float64)
-        self.total_mass = float(masses.sum() + self._body_mass.sum())
+        self.total_mass = float(self.model.particle_mass.sum() + self.model.body_mass.sum())
         self._upload_pressures()
 
     # ------------------------------------------------------------------ control
@@ -120,7 +116,7 @@ class SnakeSim:
         """Centre of mass of each snake (worlds, 3) [m]."""
         x = self.particle_positions().astype(np.float64)
         bq = self.body_poses().astype(np.float64)
-        s = np.einsum("wpk,p->wk", x, self._particle_mass) + np.einsum("wbk,b->wk", bq[:, :, :3], self._body_mass)
+        s = np.einsum("wpk,p->wk", x, self.model.particle_mass) + np.einsum("wbk,b->wk", bq[:, :, :3], self.model.body_mass)
         return s / self.total_mass
 
     def carriage_headings(self) -> np.ndarray:
