@@ -33,12 +33,9 @@ def wrap(a: float) -> float:
     return (a + math.pi) % (2 * math.pi) - math.pi
 
 
-def ray_cast(origin, direction, t_min: float, t_max: float, edge_a: np.ndarray, edge_b: np.ndarray):
-    """First intersection of the ray ``origin + t * direction`` (``t_min < t <= t_max``) with the edges.
-
-    ``direction`` must be a unit vector. Returns ``(t, edge_index, s)`` with ``s`` the position along the edge in
-    ``[0, 1]``, or ``None``. Edges parallel to the ray are ignored.
-    """
+def _line_edge_params(origin, direction, edge_a: np.ndarray, edge_b: np.ndarray):
+    """For the line origin + t·direction against every edge a + s·(b − a): (t, s, den), den = direction × edge;
+    t and s are inf/nan where den = 0 (parallel)."""
     ox, oy = float(origin[0]), float(origin[1])
     dx, dy = float(direction[0]), float(direction[1])
     ex = edge_b[:, 0] - edge_a[:, 0]
@@ -49,6 +46,16 @@ def ray_cast(origin, direction, t_min: float, t_max: float, edge_a: np.ndarray, 
     with np.errstate(divide="ignore", invalid="ignore"):
         t = (px * ey - py * ex) / den
         s = (px * dy - py * dx) / den
+    return t, s, den
+
+
+def ray_cast(origin, direction, t_min: float, t_max: float, edge_a: np.ndarray, edge_b: np.ndarray):
+    """First intersection of the ray ``origin + t * direction`` (``t_min < t <= t_max``) with the edges.
+
+    ``direction`` must be a unit vector. Returns ``(t, edge_index, s)`` with ``s`` the position along the edge in
+    ``[0, 1]``, or ``None``. Edges parallel to the ray are ignored.
+    """
+    t, s, den = _line_edge_params(origin, direction, edge_a, edge_b)
     ok = (np.abs(den) > 1e-14) & (s >= -1e-10) & (s <= 1 + 1e-10) & (t > t_min + EPS) & (t <= t_max + EPS)
     if not ok.any():
         return None
@@ -102,19 +109,11 @@ def ray_line_intersection(origin, direction, p0, p1):
 
 def segment_crosses_edges(p, q, edge_a: np.ndarray, edge_b: np.ndarray, margin: float = 1e-7) -> bool:
     """Whether the segment ``p -> q`` passes through any edge away from the segment's own end points."""
-    px, py = float(p[0]), float(p[1])
-    dx, dy = float(q[0]) - px, float(q[1]) - py
+    dx, dy = float(q[0]) - float(p[0]), float(q[1]) - float(p[1])
     seg_len = math.hypot(dx, dy)
     if seg_len <= 2 * margin:
         return False
-    ex = edge_b[:, 0] - edge_a[:, 0]
-    ey = edge_b[:, 1] - edge_a[:, 1]
-    wx = edge_a[:, 0] - px
-    wy = edge_a[:, 1] - py
-    den = dx * ey - dy * ex
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = (wx * ey - wy * ex) / den
-        s = (wx * dy - wy * dx) / den
+    t, s, den = _line_edge_params(p, (dx, dy), edge_a, edge_b)
     m = margin / seg_len
     ok = (np.abs(den) > 1e-14) & (t > m) & (t < 1 - m) & (s > 1e-9) & (s < 1 - 1e-9)
     return bool(ok.any())
