@@ -184,6 +184,12 @@ def body_pose(b: BodyData, body: int, w: int, x_start: wp.array(dtype=wp.transfo
 
 
 @wp.func
+def body_velocity(b: BodyData, body: int, w: int, bx_start: wp.array(dtype=wp.transform), bv: wp.array(dtype=wp.spatial_vector), h: float, body_impulse: wp.array(dtype=wp.spatial_vector)) -> wp.spatial_vector:
+    """M⁻¹ · (the body's impulse) at its current pose."""
+    return body_velocity_change(b, body, body_pose(b, body, w, bx_start, bv, h), body_impulse[w * b.body_count + body])
+
+
+@wp.func
 def body_vel(b: BodyData, body: int, w: int, v: wp.array(dtype=wp.spatial_vector)) -> wp.spatial_vector:
     if body < 0:
         return wp.spatial_vector()
@@ -460,8 +466,7 @@ def gather_body_rows(
     if e < b.attachment_count:
         p = b.attachment_particle[e]
         i = b.attachment_body[e]
-        pose = body_pose(b, i, w, bx_start, bv, h)
-        dv = body_velocity_change(b, i, pose, body_impulse[w * b.body_count + i])
+        dv = body_velocity(b, i, w, bx_start, bv, h, body_impulse)
         arm = bjac.attachment_arm[w * b.attachment_count + e]
         rel = lin(dv) + wp.cross(ang(dv), arm) - particle_impulse[w * m.particle_count + p] * m.particle_inv_mass[p]
         row0 = attachment_row0(m, b, w, e)
@@ -474,9 +479,9 @@ def gather_body_rows(
         dvp = wp.spatial_vector()
         dvc = wp.spatial_vector()
         if ip >= 0:
-            dvp = body_velocity_change(b, ip, body_pose(b, ip, w, bx_start, bv, h), body_impulse[w * b.body_count + ip])
+            dvp = body_velocity(b, ip, w, bx_start, bv, h, body_impulse)
         if ic >= 0:
-            dvc = body_velocity_change(b, ic, body_pose(b, ic, w, bx_start, bv, h), body_impulse[w * b.body_count + ic])
+            dvc = body_velocity(b, ic, w, bx_start, bv, h, body_impulse)
         row0 = joint_row0(m, b, w, j)
         for r in range(6):
             k = (w * b.joint_count + j) * 6 + r

@@ -14,7 +14,7 @@ import warp as wp
 from .contact import shape_signed_distance
 from .data import BodyData, BodyJacobian, ContactSettings, Jacobian, ModelData
 from .friction import assemble_contact_rows, cone_projected, switch_off_contact_rows
-from .rigid import ang, body_pose, body_vel, body_velocity_change, joint_row0, lin, row_effective_mass
+from .rigid import ang, body_pose, body_vel, body_velocity, joint_row0, lin, row_effective_mass
 from .types import SHAPE_CYLINDER
 
 
@@ -178,12 +178,6 @@ def gather_body_contacts(
     d = F * rel
     for r in range(3):
         y[row0 + r] = d[r] + row_compliance[row0 + r] * x[row0 + r]
-
-
-@wp.func
-def body_velocity(b: BodyData, body: int, w: int, bx_start: wp.array(dtype=wp.transform), bv: wp.array(dtype=wp.spatial_vector), h: float, body_impulse: wp.array(dtype=wp.spatial_vector)) -> wp.spatial_vector:
-    """M⁻¹ · (the body's impulse) at its current pose."""
-    return body_velocity_change(b, body, body_pose(b, body, w, bx_start, bv, h), body_impulse[w * b.body_count + body])
 
 
 @wp.func
