@@ -47,7 +47,7 @@ class ModelData:
 
 @wp.struct
 class Jacobian:
-    """Per-iteration linearisation (world-major, one entry per element)."""
+    """Per-step linearisation (world-major, one entry per element), computed once at the step's linearisation point."""
 
     distance_dir: wp.array(dtype=wp.vec3)
     tet_rotation: wp.array(dtype=wp.mat33)
@@ -131,7 +131,7 @@ class BodyData:
 
 @wp.struct
 class BodyJacobian:
-    """Per-iteration linearisation of attachment and joint rows (world-major)."""
+    """Per-step linearisation of attachment, joint and body-contact rows (world-major)."""
 
     attachment_arm: wp.array(dtype=wp.vec3)  # R·offset (world)
     joint_lin: wp.array(dtype=wp.vec3)  # child linear part per row (parent: negative), 6 per joint
@@ -141,3 +141,4 @@ class BodyJacobian:
     contact_arm_a: wp.array(dtype=wp.vec3)  # contact point − centre of the feature's body
     contact_arm_b: wp.array(dtype=wp.vec3)  # contact point − centre of the target's body
     contact_mu: wp.array(dtype=wp.vec2)
+    contact_point: wp.array(dtype=wp.vec4)  # contact point of the feature (body frame) and its radius, fixed per step

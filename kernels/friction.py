@@ -2,39 +2,25 @@
 
 Elliptic (anisotropic) cone |(λ1/μ1, λ2/μ2)| ≤ λ_n in a tangent frame fixed to the shape. For a sliding contact the maximal
 dissipation impulse is λ_k = −μ_k² u_k λ_n / q, q = √(μ1²u1² + μ2²u2²), so the fixed point weight of row k is
-w_k = q / (μ_k² λ_n) (isotropic: w = |u_t|/(μλ_n)). Between Newton iterations q is updated from an FB-style
-complement of slip speed and distance to the cone (``friction_slip_measure``), floored at a small creep speed, so a
-sticking contact is a very stiff row rather than a switch between hard and sliding rows. After every Newton iteration the
-impulse is projected back onto the cone, which enforces the bound exactly: the known bug of the raw |λ_f| denominator
-(friction exceeding μλ_n once sliding) cannot occur.
+w_k = q / (μ_k² λ_n) (isotropic: w = |u_t|/(μλ_n)). The weights are re-evaluated at every Newton iterate from the
+velocities and the normal impulse of that iterate (both carried from the previous step by the warm start), with q floored
+at a small creep speed, so a sticking contact is a very stiff row rather than a switch between hard and sliding rows,
+and every friction impulse change happens inside the linear solve, balanced by the rest of the system. At the fixed
+point |λ_f| = |u_t|/w ≤ λ_n-cone exactly; the impulse left outside the cone by a truncated iteration is projected
+back once, after the step's last Newton iteration (``project_friction``), which keeps the bound exact: the known bug of
+the raw |λ_f| denominator (friction exceeding μλ_n once sliding) cannot occur.
 """
 
 import warp as wp
 
 
 @wp.func
-def friction_slip_measure(u1: float, u2: float, l1: float, l2: float, mu1: float, mu2: float, cone_normal: float, r: float, stick_velocity: float) -> float:
-    """Effective weighted slip q = √(μ1²u1² + μ2²u2²)·(slip/|u_t|) for the fixed-point weights [velocity].
-
-    The slip is the FB-style complement of the two quantities that cannot both be positive: the tangential speed |u_t|
-    and the distance of λ_f to the cone boundary, expressed as a speed, r·μ·(λ_n − ‖(λ1/μ1, λ2/μ2)‖) (r is the
-    Delassus diagonal): slip = max(|u_t| − r·μ·(λ_n − e), 0), with the distance signed, so an impulse outside the cone
-    counts as slip. A contact whose friction can still stop it within the step is therefore treated as sticking, one
-    that needs more than the cone allows as sliding. The slip is floored at a creep speed
-    so that sticking rows stay (very stiff) compliant rows and w stays continuous in the state."""
-    mu_max = wp.max(mu1, mu2)
-    e2 = float(0.0)
-    if mu1 > 0.0:
-        e2 += (l1 / mu1) * (l1 / mu1)
-    if mu2 > 0.0:
-        e2 += (l2 / mu2) * (l2 / mu2)
-    inside = cone_normal - wp.sqrt(e2)  # signed: negative when λ_f lies outside the cone
-    speed = wp.sqrt(u1 * u1 + u2 * u2)
-    slip = wp.max(speed - r * mu_max * inside, 0.0)
-    q = float(0.0)
-    if speed > 0.0:
-        q = wp.sqrt(mu1 * mu1 * u1 * u1 + mu2 * mu2 * u2 * u2) * slip / speed
-    return wp.max(q, mu_max * stick_velocity)
+def friction_slip_measure(u1: float, u2: float, mu1: float, mu2: float, stick_velocity: float) -> float:
+    """Weighted slip q = √(μ1²u1² + μ2²u2²) of the fixed point [velocity], floored at a creep speed: a sticking contact
+    stays a (very stiff) compliant row and w stays continuous in the state. Evaluated at each Newton iterate, so the
+    weights follow the velocities the whole (coupled) system produces, whatever the effective mass behind the node."""
+    q = wp.sqrt(mu1 * mu1 * u1 * u1 + mu2 * mu2 * u2 * u2)
+    return wp.max(q, wp.max(mu1, mu2) * stick_velocity)
 
 
 @wp.func
@@ -120,7 +106,7 @@ def assemble_contact_rows(
         cone = wp.max(cone, cone_prev)
     u1 = wp.dot(wp.vec3(frame[0, 0], frame[0, 1], frame[0, 2]), u)
     u2 = wp.dot(wp.vec3(frame[1, 0], frame[1, 1], frame[1, 2]), u)
-    q = friction_slip_measure(u1, u2, lam[row0], lam[row0 + 1], mu[0], mu[1], cone, r_n, contact.stick_velocity)
+    q = friction_slip_measure(u1, u2, mu[0], mu[1], contact.stick_velocity)
     w1 = friction_weight(q, mu[0], cone, contact.free_weight * r1)
     w2 = friction_weight(q, mu[1], cone, contact.free_weight * r2)
     row_compliance[row0] = w1

@@ -130,3 +130,4 @@ def zero_converged(rows_per_world: int, tol_sq: float, residual_sq: wp.array(dty
     i = wp.tid()
     if residual_sq[i // rows_per_world] <= tol_sq:
         x[i] = 0.0
+

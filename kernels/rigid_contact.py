@@ -35,6 +35,44 @@ def frame_from_reference(n: wp.vec3, ref: wp.vec3) -> wp.mat33:
     return wp.mat33(t1[0], t1[1], t1[2], t2[0], t2[1], t2[2], n[0], n[1], n[2])
 
 
+@wp.func
+def target_pose(m: ModelData, b: BodyData, t: int, w: int, bx_start: wp.array(dtype=wp.transform), bv: wp.array(dtype=wp.spatial_vector), h: float) -> wp.transform:
+    """World pose of contact target t (a static shape, or a body shape at the iterate x⁻ + h·v of its body)."""
+    if t < m.shape_count:
+        return wp.transform(m.shape_pos[t], m.shape_rot[t])
+    s = b.target_body_shape[t - m.shape_count]
+    pose_b = body_pose(b, b.body_shape_body[s], w, bx_start, bv, h)
+    return wp.transform(wp.transform_point(pose_b, b.body_shape_pos[s]), wp.transform_get_rotation(pose_b) * b.body_shape_rot[s])
+
+
+@wp.func
+def target_type(m: ModelData, b: BodyData, t: int) -> int:
+    if t < m.shape_count:
+        return m.shape_type[t]
+    return b.body_shape_type[b.target_body_shape[t - m.shape_count]]
+
+
+@wp.func
+def target_params(m: ModelData, b: BodyData, t: int) -> wp.vec3:
+    if t < m.shape_count:
+        return m.shape_params[t]
+    return b.body_shape_params[b.target_body_shape[t - m.shape_count]]
+
+
+@wp.func
+def target_mu(m: ModelData, b: BodyData, t: int) -> wp.vec2:
+    if t < m.shape_count:
+        return m.shape_mu[t]
+    return b.body_shape_mu[b.target_body_shape[t - m.shape_count]]
+
+
+@wp.func
+def target_body(m: ModelData, b: BodyData, t: int) -> int:
+    if t < m.shape_count:
+        return -1
+    return b.body_shape_body[b.target_body_shape[t - m.shape_count]]
+
+
 @wp.kernel
 def assemble_body_contacts(
     m: ModelData,
@@ -42,78 +80,72 @@ def assemble_body_contacts(
     contact: ContactSettings,
     h: float,
     newton_iteration: int,
+    linearise: int,
     bx_start: wp.array(dtype=wp.transform),
+    bv_lin: wp.array(dtype=wp.spatial_vector),
     bv: wp.array(dtype=wp.spatial_vector),
-    lam: wp.array(dtype=float),
     lam_n_prev: wp.array(dtype=float),
-    # Out:
+    # In/out:
+    lam: wp.array(dtype=float),
     bjac: BodyJacobian,
+    # Out:
     row_compliance: wp.array(dtype=float),
     rhs: wp.array(dtype=float),
     diag: wp.array(dtype=float),
     residual_sq: wp.array(dtype=float),
 ):
+    """linearise = 1: contact point (feature frame), frame and lever arms of the step at the poses x⁻ + h·v_lin, and the
+    candidate slots (others get zero multipliers); no rows. linearise = 0: rows at the iterate with those frozen
+    Jacobians (chord Newton, as for the particle rows)."""
     tid = wp.tid()
     w = tid // b.body_contact_count
     k = tid - w * b.body_contact_count
     f = k // b.target_count
     t = k - f * b.target_count
     ia = b.feature_body[f]
-    ib = int(-1)
-    tpos = wp.vec3()
-    trot = wp.quat_identity()
-    ttype = int(0)
-    tparams = wp.vec3()
-    tmu = wp.vec2()
-    if t < m.shape_count:
-        tpos = m.shape_pos[t]
-        trot = m.shape_rot[t]
-        ttype = m.shape_type[t]
-        tparams = m.shape_params[t]
-        tmu = m.shape_mu[t]
-    else:
-        s = b.target_body_shape[t - m.shape_count]
-        ib = b.body_shape_body[s]
-        pose_b = body_pose(b, ib, w, bx_start, bv, h)
-        tpos = wp.transform_point(pose_b, b.body_shape_pos[s])
-        trot = wp.transform_get_rotation(pose_b) * b.body_shape_rot[s]
-        ttype = b.body_shape_type[s]
-        tparams = b.body_shape_params[s]
-        tmu = b.body_shape_mu[s]
+    ib = target_body(m, b, t)
+    ttype = target_type(m, b, t)
+    tparams = target_params(m, b, t)
     row0 = body_contact_row0(m, b, w, k)
-    lam_n = lam[row0 + 2]
-    pose_a = body_pose(b, ia, w, bx_start, bv, h)
-    point = wp.transform_point(pose_a, b.feature_point[f])
-    axis = wp.quat_rotate(wp.transform_get_rotation(pose_a), b.feature_axis[f])
-    radius = b.feature_radius[f]
-    if b.feature_kind[f] == 1:
-        # cylinder cap: deepest rim point towards the target
-        n0 = shape_signed_distance(ttype, tpos, trot, tparams, point)
-        d = -wp.vec3(n0[1], n0[2], n0[3])
-        d = d - axis * wp.dot(d, axis)
-        if wp.length(d) > 1.0e-6:
-            point = point + wp.normalize(d) * radius
-        radius = 0.0
-    sd = shape_signed_distance(ttype, tpos, trot, tparams, point)
-    gap = sd[0] - radius
-    n = wp.vec3(sd[1], sd[2], sd[3])
     kk = w * b.body_contact_count + k
-    res = float(0.0)
-    rim_off = b.feature_kind[f] == 2 and wp.abs(wp.dot(n, axis)) < 0.7  # rim samples only where a cap faces the target
-    if rim_off or ib == ia or b.body_inv_mass[ia] <= 0.0 or (gap > contact.margin and lam_n <= 0.0):
-        bjac.contact_frame[kk] = wp.mat33()
-        switch_off_contact_rows(row0, row_compliance, rhs, diag)
-    else:
+    if linearise != 0:
+        pose_a = body_pose(b, ia, w, bx_start, bv_lin, h)
+        tpose = target_pose(m, b, t, w, bx_start, bv_lin, h)
+        trot = wp.transform_get_rotation(tpose)
+        local = b.feature_point[f]
+        point = wp.transform_point(pose_a, local)
+        axis = wp.quat_rotate(wp.transform_get_rotation(pose_a), b.feature_axis[f])
+        radius = b.feature_radius[f]
+        if b.feature_kind[f] == 1:
+            # cylinder cap: deepest rim point towards the target, fixed in the body for this step
+            n0 = shape_signed_distance(ttype, wp.transform_get_translation(tpose), trot, tparams, point)
+            d = -wp.vec3(n0[1], n0[2], n0[3])
+            d = d - axis * wp.dot(d, axis)
+            if wp.length(d) > 1.0e-6:
+                point = point + wp.normalize(d) * radius
+                local = wp.transform_point(wp.transform_inverse(pose_a), point)
+            radius = 0.0
+        sd = shape_signed_distance(ttype, wp.transform_get_translation(tpose), trot, tparams, point)
+        n = wp.vec3(sd[1], sd[2], sd[3])
+        # gap at the predicted poses too, so a fast approach within the step is not missed
+        pose_a1 = body_pose(b, ia, w, bx_start, bv, h)
+        tpose1 = target_pose(m, b, t, w, bx_start, bv, h)
+        sd1 = shape_signed_distance(ttype, wp.transform_get_translation(tpose1), wp.transform_get_rotation(tpose1), tparams, wp.transform_point(pose_a1, local))
+        gap = wp.min(sd[0], sd1[0]) - radius
+        rim_off = b.feature_kind[f] == 2 and wp.abs(wp.dot(n, axis)) < 0.7  # rim samples only where a cap faces the target
+        if rim_off or ib == ia or b.body_inv_mass[ia] <= 0.0 or (gap > contact.margin and lam[row0 + 2] <= 0.0):
+            bjac.contact_frame[kk] = wp.mat33()
+            for r in range(3):
+                lam[row0 + r] = 0.0
+            return
         p = point - n * radius
-        arm_a = p - wp.transform_get_translation(pose_a)
         arm_b = wp.vec3()
-        pose_b = wp.transform_identity()
         if ib >= 0:
-            pose_b = body_pose(b, ib, w, bx_start, bv, h)
-            arm_b = p - wp.transform_get_translation(pose_b)
+            arm_b = p - wp.transform_get_translation(body_pose(b, ib, w, bx_start, bv_lin, h))
         # friction frame and coefficients
         fs = b.feature_shape[f]
         fmu = b.body_shape_mu[fs]
+        tmu = target_mu(m, b, t)
         frame = wp.mat33()
         mu = wp.vec2()
         if b.body_shape_type[fs] == SHAPE_CYLINDER:
@@ -125,19 +157,37 @@ def assemble_body_contacts(
             fm = 0.5 * (fmu[0] + fmu[1])
             mu = wp.vec2(wp.sqrt(tmu[0] * fm), wp.sqrt(tmu[1] * fm))
         bjac.contact_frame[kk] = frame
-        bjac.contact_arm_a[kk] = arm_a
+        bjac.contact_arm_a[kk] = p - wp.transform_get_translation(pose_a)
         bjac.contact_arm_b[kk] = arm_b
         bjac.contact_mu[kk] = mu
+        bjac.contact_point[kk] = wp.vec4(local[0], local[1], local[2], radius)
+        return
+    frame = bjac.contact_frame[kk]
+    res = float(0.0)
+    if frame[2, 0] == 0.0 and frame[2, 1] == 0.0 and frame[2, 2] == 0.0:
+        switch_off_contact_rows(row0, row_compliance, rhs, diag)
+    else:
+        pose_a = body_pose(b, ia, w, bx_start, bv, h)
+        tpose = target_pose(m, b, t, w, bx_start, bv, h)
+        cp = bjac.contact_point[kk]
+        sd = shape_signed_distance(ttype, wp.transform_get_translation(tpose), wp.transform_get_rotation(tpose), tparams, wp.transform_point(pose_a, wp.vec3(cp[0], cp[1], cp[2])))
+        gap = sd[0] - cp[3]
+        arm_a = bjac.contact_arm_a[kk]
+        arm_b = bjac.contact_arm_b[kk]
+        pose_b = wp.transform_identity()
+        if ib >= 0:
+            pose_b = body_pose(b, ib, w, bx_start, bv, h)
         va = body_vel(b, ia, w, bv)
         vb = body_vel(b, ib, w, bv)
         u = lin(va) + wp.cross(ang(va), arm_a) - lin(vb) - wp.cross(ang(vb), arm_b)
         t1 = wp.vec3(frame[0, 0], frame[0, 1], frame[0, 2])
         t2 = wp.vec3(frame[1, 0], frame[1, 1], frame[1, 2])
+        n = wp.vec3(frame[2, 0], frame[2, 1], frame[2, 2])
         r_n = row_effective_mass(b, ia, pose_a, n, wp.cross(arm_a, n)) + row_effective_mass(b, ib, pose_b, -n, -wp.cross(arm_b, n))
         r1 = row_effective_mass(b, ia, pose_a, t1, wp.cross(arm_a, t1)) + row_effective_mass(b, ib, pose_b, -t1, -wp.cross(arm_b, t1))
         r2 = row_effective_mass(b, ia, pose_a, t2, wp.cross(arm_a, t2)) + row_effective_mass(b, ib, pose_b, -t2, -wp.cross(arm_b, t2))
         res = assemble_contact_rows(
-            row0, frame, u, gap / h, r_n, r1, r2, mu, lam_n_prev[kk], newton_iteration, contact, lam, row_compliance, rhs, diag
+            row0, frame, u, gap / h, r_n, r1, r2, bjac.contact_mu[kk], lam_n_prev[kk], newton_iteration, contact, lam, row_compliance, rhs, diag
         )
     if res > 0.0:
         wp.atomic_add(residual_sq, w, res)
@@ -238,18 +288,23 @@ def assemble_particle_body_contacts(
     contact: ContactSettings,
     h: float,
     newton_iteration: int,
+    linearise: int,
     x_start: wp.array(dtype=wp.vec3),
+    v_lin: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.vec3),
     bx_start: wp.array(dtype=wp.transform),
+    bv_lin: wp.array(dtype=wp.spatial_vector),
     bv: wp.array(dtype=wp.spatial_vector),
-    lam: wp.array(dtype=float),
     lam_n_prev: wp.array(dtype=float),
-    # Out:
+    # In/out:
+    lam: wp.array(dtype=float),
     jac: Jacobian,
+    # Out:
     rhs: wp.array(dtype=float),
     diag: wp.array(dtype=float),
     residual_sq: wp.array(dtype=float),
 ):
+    """Particle against a body shape; linearise as in :func:`assemble_body_contacts`."""
     tid = wp.tid()
     w = tid // m.particle_body_count
     k = tid - w * m.particle_body_count
@@ -257,38 +312,48 @@ def assemble_particle_body_contacts(
     p = k // nbs
     s = b.particle_target_shape[k - p * nbs]
     ib = b.body_shape_body[s]
+    pk = w * m.particle_count + p
+    row0 = particle_body_row0(m, w, k)
+    inv_m = m.particle_inv_mass[p]
     pose_b = body_pose(b, ib, w, bx_start, bv, h)
     spos = wp.transform_point(pose_b, b.body_shape_pos[s])
     srot = wp.transform_get_rotation(pose_b) * b.body_shape_rot[s]
-    pk = w * m.particle_count + p
     vp = v[pk]
     x = x_start[pk] + vp * h
     sd = shape_signed_distance(b.body_shape_type[s], spos, srot, b.body_shape_params[s], x)
     gap = sd[0] - m.particle_radius[p]
-    n = wp.vec3(sd[1], sd[2], sd[3])
-    row0 = particle_body_row0(m, w, k)
-    lam_n = lam[row0 + 2]
-    inv_m = m.particle_inv_mass[p]
+    if linearise != 0:
+        pose0 = body_pose(b, ib, w, bx_start, bv_lin, h)
+        srot0 = wp.transform_get_rotation(pose0) * b.body_shape_rot[s]
+        x0 = x_start[pk] + v_lin[pk] * h
+        sd0 = shape_signed_distance(b.body_shape_type[s], wp.transform_point(pose0, b.body_shape_pos[s]), srot0, b.body_shape_params[s], x0)
+        near = wp.min(gap, sd0[0] - m.particle_radius[p]) <= contact.margin or lam[row0 + 2] > 0.0
+        if inv_m > 0.0 and near:
+            n0 = wp.vec3(sd0[1], sd0[2], sd0[3])
+            jac.pb_frame[tid] = frame_from_reference(n0, wp.quat_rotate(srot0, wp.vec3(1.0, 0.0, 0.0)))
+            jac.pb_arm[tid] = x0 - n0 * sd0[0] - wp.transform_get_translation(pose0)  # surface point relative to the body
+            jac.pb_mu[tid] = b.body_shape_mu[s]
+        else:
+            jac.pb_frame[tid] = wp.mat33()
+            for r in range(3):
+                lam[row0 + r] = 0.0
+        return
+    frame = jac.pb_frame[tid]
     res = float(0.0)
-    if inv_m <= 0.0 or (gap > contact.margin and lam_n <= 0.0):
-        jac.pb_frame[tid] = wp.mat33()
+    if frame[2, 0] == 0.0 and frame[2, 1] == 0.0 and frame[2, 2] == 0.0:
         switch_off_contact_rows(row0, jac.row_compliance, rhs, diag)
     else:
-        arm = x - n * (sd[0]) - wp.transform_get_translation(pose_b)  # shape surface point relative to the body
-        frame = frame_from_reference(n, wp.quat_rotate(srot, wp.vec3(1.0, 0.0, 0.0)))
-        mu = b.body_shape_mu[s]
-        jac.pb_frame[tid] = frame
-        jac.pb_arm[tid] = arm
-        jac.pb_mu[tid] = mu
+        arm = jac.pb_arm[tid]
         vb = body_vel(b, ib, w, bv)
         u = vp - lin(vb) - wp.cross(ang(vb), arm)
         t1 = wp.vec3(frame[0, 0], frame[0, 1], frame[0, 2])
         t2 = wp.vec3(frame[1, 0], frame[1, 1], frame[1, 2])
+        n = wp.vec3(frame[2, 0], frame[2, 1], frame[2, 2])
         r_n = inv_m + row_effective_mass(b, ib, pose_b, -n, -wp.cross(arm, n))
         r1 = inv_m + row_effective_mass(b, ib, pose_b, -t1, -wp.cross(arm, t1))
         r2 = inv_m + row_effective_mass(b, ib, pose_b, -t2, -wp.cross(arm, t2))
         res = assemble_contact_rows(
-            row0, frame, u, gap / h, r_n, r1, r2, mu, lam_n_prev[tid], newton_iteration, contact, lam, jac.row_compliance, rhs, diag
+            row0, frame, u, gap / h, r_n, r1, r2, jac.pb_mu[tid], lam_n_prev[tid], newton_iteration, contact, lam, jac.row_compliance, rhs, diag
         )
     if res > 0.0:
         wp.atomic_add(residual_sq, w, res)

@@ -33,18 +33,24 @@ def assemble_rows(
     contact: ContactSettings,
     h: float,
     newton_iteration: int,
+    linearise: int,
     # State in:
     x_start: wp.array(dtype=wp.vec3),
+    v_lin: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.vec3),
     distance_scale: wp.array(dtype=float),
-    lam: wp.array(dtype=float),
     contact_lam_n_prev: wp.array(dtype=float),
-    # Out:
+    # In/out:
+    lam: wp.array(dtype=float),
     jac: Jacobian,
+    # Out:
     rhs: wp.array(dtype=float),
     diag: wp.array(dtype=float),
     residual_sq: wp.array(dtype=float),  # per world
 ):
+    """linearise = 1: compute the step's Jacobians at the linearisation point x⁻ + h·v_lin (``jac``), choose the contact
+    candidates (others get zero multipliers) and write no rows. linearise = 0: write the rows (right-hand side −φ at
+    the iterate x⁻ + h·v, Schur diagonal, compliance) with the step's frozen Jacobians (a chord Newton method, notes §10)."""
     tid = wp.tid()
     w = tid // m.element_count
     e = tid - w * m.element_count
@@ -58,15 +64,19 @@ def assemble_rows(
         j = m.distance_j[e]
         wi = m.particle_inv_mass[i]
         wj = m.particle_inv_mass[j]
+        k = w * m.distance_count + e
+        if linearise != 0:
+            d0 = (x_start[pbase + i] + v_lin[pbase + i] * h) - (x_start[pbase + j] + v_lin[pbase + j] * h)
+            n0 = wp.vec3(1.0, 0.0, 0.0)
+            if wp.length(d0) > 1.0e-12:
+                n0 = wp.normalize(d0)
+            jac.distance_dir[k] = n0
+            return
         vi = v[pbase + i]
         vj = v[pbase + j]
         d = (x_start[pbase + i] + vi * h) - (x_start[pbase + j] + vj * h)
         length = wp.length(d)
-        n = wp.vec3(1.0, 0.0, 0.0)
-        if length > 1.0e-12:
-            n = d / length
-        k = w * m.distance_count + e
-        jac.distance_dir[k] = n
+        n = jac.distance_dir[k]
         beta = m.distance_damping[e]
         inv_hb = 1.0 / (h + beta)
         comp = m.distance_compliance[e] * inv_hb / h
@@ -85,6 +95,18 @@ def assemble_rows(
         t = e - m.distance_count
         idx = m.tet_indices[t]
         B = m.tet_rest_inverse[t]
+        if linearise != 0:
+            # R of the step: polar factor at x⁻ + h·v⁻, held for the whole step, so the strain rows below are linear
+            # in x and the tet part of each Newton solve is exact (stiffness-warped linear elasticity)
+            F0 = tet_deformation_gradient(
+                x_start[pbase + idx[0]] + v_lin[pbase + idx[0]] * h,
+                x_start[pbase + idx[1]] + v_lin[pbase + idx[1]] * h,
+                x_start[pbase + idx[2]] + v_lin[pbase + idx[2]] * h,
+                x_start[pbase + idx[3]] + v_lin[pbase + idx[3]] * h,
+                B,
+            )
+            jac.tet_rotation[w * m.tet_count + t] = polar_rotation(F0)
+            return
         v0 = v[pbase + idx[0]]
         v1 = v[pbase + idx[1]]
         v2 = v[pbase + idx[2]]
@@ -96,8 +118,7 @@ def assemble_rows(
             x_start[pbase + idx[3]] + v3 * h,
             B,
         )
-        R = polar_rotation(F)
-        jac.tet_rotation[w * m.tet_count + t] = R
+        R = jac.tet_rotation[w * m.tet_count + t]
         strain = tet_strain(R, F)
         beta = m.tet_damping[t]
         inv_hb = 1.0 / (h + beta)
@@ -134,14 +155,22 @@ def assemble_rows(
         x = x_start[pbase + p] + vp * h
         sd = shape_signed_distance(m.shape_type[s], m.shape_pos[s], m.shape_rot[s], m.shape_params[s], x)
         gap = sd[0] - m.particle_radius[p]
-        lam_n = lam[row0 + 2]
-        if inv_m <= 0.0 or (gap > contact.margin and lam_n <= 0.0):
-            # far (or kinematic particle): rows switched off
-            jac.contact_frame[k] = wp.mat33()
+        if linearise != 0:
+            # candidate for the whole step if near at the predicted position or at the linearisation point
+            sd0 = shape_signed_distance(m.shape_type[s], m.shape_pos[s], m.shape_rot[s], m.shape_params[s], x_start[pbase + p] + v_lin[pbase + p] * h)
+            near = wp.min(gap, sd0[0] - m.particle_radius[p]) <= contact.margin or lam[row0 + 2] > 0.0
+            if inv_m > 0.0 and near:
+                jac.contact_frame[k] = tangent_basis(wp.vec3(sd0[1], sd0[2], sd0[3]), m.shape_rot[s])
+            else:
+                jac.contact_frame[k] = wp.mat33()
+                for r in range(3):
+                    lam[row0 + r] = 0.0
+            return
+        frame = jac.contact_frame[k]
+        if frame[2, 2] == 0.0 and frame[2, 1] == 0.0 and frame[2, 0] == 0.0:
+            # not a candidate this step (far, or a kinematic particle): rows switched off
             switch_off_contact_rows(row0, jac.row_compliance, rhs, diag)
         else:
-            frame = tangent_basis(wp.vec3(sd[1], sd[2], sd[3]), m.shape_rot[s])
-            jac.contact_frame[k] = frame
             res = assemble_contact_rows(
                 row0, frame, vp, gap / h, inv_m, inv_m, inv_m, m.shape_mu[s], contact_lam_n_prev[k], newton_iteration,
                 contact, lam, jac.row_compliance, rhs, diag,

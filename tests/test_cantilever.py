@@ -7,7 +7,7 @@ K u = f on the same mesh with scipy's sparse direct solver. Ratios to Euler-Bern
 
 import numpy as np
 import pytest
-from reference import cantilever_tip_deflection, linear_fem_displacement
+from softsnake.reference_fem import cantilever_tip_deflection, linear_fem_displacement
 
 import softsnake as ss
 from helpers import TEST_DEVICE

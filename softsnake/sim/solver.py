@@ -51,11 +51,11 @@ class SolverConfig:
     linear_tolerance: float = 0.0
     #: skip a world's remaining Newton updates once its residual norm ≤ this [m/s] (0: off)
     newton_tolerance: float = 0.0
-    #: factor applied to the previous step's bilateral multipliers as a start value (0: cold start). Off by default:
-    #: carried multipliers made stiff, finely meshed tet bodies diverge (see README, "Solver settings").
-    warm_start: float = 0.0
+    #: factor applied to the previous step's bilateral multipliers as a start value (0: cold start). The carried
+    #: multipliers are re-applied through the new step's Jacobians, so a body at rest starts each step in equilibrium.
+    warm_start: float = 1.0
     #: factor applied to the previous step's contact impulses (normal and friction) as a start value
-    contact_warm_start: float = 0.0
+    contact_warm_start: float = 1.0
     #: contacts farther than this are not solved [m]
     contact_margin: float = 0.01
     #: floor on ∂φ/∂a of the FB normal rows
@@ -211,6 +211,7 @@ class Solver:
         bj.contact_frame = wp.zeros(nbc, dtype=wp.mat33, device=dev)
         bj.contact_arm_a, bj.contact_arm_b = (wp.zeros(nbc, dtype=wp.vec3, device=dev) for _ in range(2))
         bj.contact_mu = wp.zeros(nbc, dtype=wp.vec2, device=dev)
+        bj.contact_point = wp.zeros(nbc, dtype=wp.vec4, device=dev)
         self.bjac = bj
         self.body_contact_lam_n_prev = wp.zeros(nbc, dtype=float, device=dev)
         self._dummy_f = wp.zeros(np_, dtype=wp.vec3, device=dev)
@@ -295,25 +296,28 @@ class Solver:
         if m.body_count > 0:
             wp.launch(krigid.scatter_body_impulses, dim=m.worlds * m.body_count, inputs=[m.data, m.body_data, self.bjac, self.jac, x], outputs=[self.body_impulse], device=m.device)
 
-    def _assemble(self, newton_iteration: int, scale: wp.array, residual: wp.array) -> None:
+    def _assemble(self, newton_iteration: int, scale: wp.array, residual: wp.array, linearise: int = 0) -> None:
+        """Rows at the current iterate (linearise = 0), or the step's Jacobians at x⁻ + h·v⁻ (linearise = 1)."""
         m = self.model
         if m.particle_body_count > 0:
             wp.launch(
                 kbc.assemble_particle_body_contacts,
                 dim=m.worlds * m.particle_body_count,
-                inputs=[m.data, m.body_data, self.contact_settings, self.dt, newton_iteration, self.x_start, self.v, self.body_x_start, self.body_v, self.lam, self.particle_body_lam_n_prev],
-                outputs=[self.jac, self.rhs, self.diag, residual],
+                inputs=[m.data, m.body_data, self.contact_settings, self.dt, newton_iteration, linearise, self.x_start, self.v_start, self.v, self.body_x_start, self.body_v_start, self.body_v, self.particle_body_lam_n_prev],
+                outputs=[self.lam, self.jac, self.rhs, self.diag, residual],
                 device=m.device,
             )
         if m.body_contact_count > 0:
             wp.launch(
                 kbc.assemble_body_contacts,
                 dim=m.worlds * m.body_contact_count,
-                inputs=[m.data, m.body_data, self.contact_settings, self.dt, newton_iteration, self.body_x_start, self.body_v, self.lam, self.body_contact_lam_n_prev],
-                outputs=[self.bjac, self.jac.row_compliance, self.rhs, self.diag, residual],
+                inputs=[m.data, m.body_data, self.contact_settings, self.dt, newton_iteration, linearise, self.body_x_start, self.body_v_start, self.body_v, self.body_contact_lam_n_prev],
+                outputs=[self.lam, self.bjac, self.jac.row_compliance, self.rhs, self.diag, residual],
                 device=m.device,
             )
         if m.attachment_count + m.joint_count > 0:
+            # attachment and joint Jacobians are taken at x⁻ inside this kernel (fixed for the step); in the
+            # linearisation pass only those Jacobians matter, the rows are written again by the first iteration
             wp.launch(
                 krigid.assemble_body_rows,
                 dim=m.worlds * (m.attachment_count + m.joint_count),
@@ -324,8 +328,8 @@ class Solver:
         wp.launch(
             kschur.assemble_rows,
             dim=m.worlds * m.element_count,
-            inputs=[m.data, self.contact_settings, self.dt, newton_iteration, self.x_start, self.v, scale, self.lam, self.contact_lam_n_prev],
-            outputs=[self.jac, self.rhs, self.diag, residual],
+            inputs=[m.data, self.contact_settings, self.dt, newton_iteration, linearise, self.x_start, self.v_start, self.v, scale, self.contact_lam_n_prev],
+            outputs=[self.lam, self.jac, self.rhs, self.diag, residual],
             device=m.device,
         )
 
@@ -361,8 +365,11 @@ class Solver:
             self._finalize(state)
             return
         wp.launch(kint.start_multipliers, dim=nrows, inputs=[m.row_count, m.contact_row_start, m.contact_row_end, m.body_contact_row_start, cfg.warm_start, cfg.contact_warm_start, self.lam], device=dev)
+        # warm start (notes §10): the carried impulses (contacts with their friction state) are applied through this
+        # step's Jacobians, which stay fixed for the step, so v = ṽ + M⁻¹Jᵀλ holds from the first iteration on and a
+        # body at rest in equilibrium starts the step at zero residual
+        self._assemble(0, scale, self._scratch_res, linearise=1)
         if cfg.warm_start > 0.0 or cfg.contact_warm_start > 0.0:
-            self._assemble(0, scale, self._scratch_res)
             self._apply(self.lam)
         tol_sq = cfg.linear_tolerance**2
         # On the CPU, device arrays are host memory: converged solves can stop early at no transfer cost.
@@ -393,36 +400,24 @@ class Solver:
                 wp.launch(kpcr.zero_converged, dim=nrows, inputs=[m.row_count, cfg.newton_tolerance**2, self._res[it], self.dlam], device=dev)
             wp.launch(kpcr.add_to, dim=nrows, inputs=[self.dlam, self.lam], device=dev)
             self._apply(self.dlam)
-            if m.body_contact_count + m.particle_body_count > 0:
-                # friction cone projection of contacts involving bodies; the impulse changes go through Jᵀ, M⁻¹
-                self.dlam.zero_()
-                if m.body_contact_count > 0:
-                    wp.launch(
-                        kbc.project_body_friction,
-                        dim=W * m.body_contact_count,
-                        inputs=[m.data, m.body_data, self.bjac, it, W, self.lam, self.body_contact_lam_n_prev],
-                        outputs=[self.dlam, self.active],
-                        device=dev,
-                    )
-                if m.particle_body_count > 0:
-                    wp.launch(
-                        kbc.project_particle_body_friction,
-                        dim=W * m.particle_body_count,
-                        inputs=[m.data, self.jac, it, W, self.lam, self.particle_body_lam_n_prev],
-                        outputs=[self.dlam, self.active],
-                        device=dev,
-                    )
-                self._apply(self.dlam)
-            if m.contact_count > 0:
-                wp.launch(
-                    kfriction.project_friction,
-                    dim=W * m.contact_count,
-                    inputs=[m.data, self.jac, it, W, self.lam, self.v, self.contact_lam_n_prev, self.active],
-                    device=dev,
-                )
+        self._project_cones(N - 1)
         if cfg.diagnostics:
             self._assemble(N, scale, self._res[N])
         self._finalize(state)
+
+    def _project_cones(self, it: int) -> None:
+        """Friction impulses left outside their cone by the truncated fixed point are projected onto it, once per
+        step, and the (small) change goes through Jᵀ and M⁻¹ like every other impulse."""
+        m, W, dev = self.model, self.model.worlds, self.model.device
+        if m.body_contact_count + m.particle_body_count > 0:
+            self.dlam.zero_()
+            if m.body_contact_count > 0:
+                wp.launch(kbc.project_body_friction, dim=W * m.body_contact_count, inputs=[m.data, m.body_data, self.bjac, it, W, self.lam, self.body_contact_lam_n_prev], outputs=[self.dlam, self.active], device=dev)
+            if m.particle_body_count > 0:
+                wp.launch(kbc.project_particle_body_friction, dim=W * m.particle_body_count, inputs=[m.data, self.jac, it, W, self.lam, self.particle_body_lam_n_prev], outputs=[self.dlam, self.active], device=dev)
+            self._apply(self.dlam)
+        if m.contact_count > 0:
+            wp.launch(kfriction.project_friction, dim=W * m.contact_count, inputs=[m.data, self.jac, it, W, self.lam, self.v, self.contact_lam_n_prev, self.active], device=dev)
 
     def _finalize(self, state: State) -> None:
         m, W = self.model, self.model.worlds

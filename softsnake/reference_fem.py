@@ -1,4 +1,4 @@
-"""Independent references for the engine tests: a linear-elasticity FEM solve (scipy sparse direct) and beam theory."""
+"""Independent references for validation: a linear-elasticity FEM solve (scipy sparse direct, imported on use) and beam theory."""
 
 from __future__ import annotations
 
