@@ -131,3 +131,39 @@ def zero_converged(rows_per_world: int, tol_sq: float, residual_sq: wp.array(dty
     if residual_sq[i // rows_per_world] <= tol_sq:
         x[i] = 0.0
 
+
+
+@wp.kernel
+def warm_start_dots(
+    rows_per_world: int,
+    b: wp.array(dtype=float),
+    d: wp.array(dtype=float),
+    diag: wp.array(dtype=float),
+    bd: wp.array(dtype=float),
+    dd: wp.array(dtype=float),
+):
+    """Per world: bd = b·P·d and dd = d·P·d (P = diag⁻¹), the P-weighted dot products of the warm-start scale."""
+    w, lane = wp.tid()
+    acc_bd = float(0.0)
+    acc_dd = float(0.0)
+    for k in range(lane, rows_per_world, wp.block_dim()):
+        i = w * rows_per_world + k
+        di = d[i]
+        acc_bd += b[i] * di / diag[i]
+        acc_dd += di * di / diag[i]
+    wp.tile_store(bd, wp.tile_sum(wp.tile(acc_bd)), offset=w)
+    wp.tile_store(dd, wp.tile_sum(wp.tile(acc_dd)), offset=w)
+
+
+@wp.kernel
+def scale_warm_start(rows_per_world: int, max_scale: float, bd: wp.array(dtype=float), dd: wp.array(dtype=float), carried: wp.array(dtype=float), lam: wp.array(dtype=float)):
+    """carried ← s·carried and λ += carried, with s = clamp(b·P·d / d·P·d, 0, max_scale), d = A·carried: the multiple of
+    the carried multipliers that minimises the P-norm of the first Newton residual (exact for linear rows)."""
+    i = wp.tid()
+    w = i // rows_per_world
+    s = float(0.0)
+    if dd[w] > 0.0:
+        s = wp.clamp(bd[w] / dd[w], 0.0, max_scale)
+    c = s * carried[i]
+    carried[i] = c
+    lam[i] = lam[i] + c
