@@ -95,13 +95,6 @@ def test_box_rests_without_sinking(on_static):
     assert np.abs(q[0, :2]).max() < 1e-3
 
 
-def test_stacked_boxes_stay_stacked():
-    q, lowest = box_scene(1.0 / 240.0, 2.0, stack=3, offset=0.003)
-    assert np.all(lowest > -1e-3)
-    assert q[:, 2] == pytest.approx([0.05, 0.15, 0.25], abs=1e-3)
-    assert np.abs(np.diff(q[:, 0])).max() < 0.025  # each box still rests on the one below (half extent 0.05)
-
-
 def test_particles_and_soft_cube_rest_on_a_dynamic_box():
     b = ss.ModelBuilder()
     box = b.add_body((0.0, 0.0, 0.05))
