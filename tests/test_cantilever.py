@@ -19,30 +19,37 @@ def beam_mesh(n):
     return ss.box_tet_mesh((LENGTH, DEPTH, DEPTH), (8 * n, n, n))
 
 
-def settle(mesh, nu, steps, dt=0.002):
+def settle(mesh, nu, steps, dt=1.0 / 120.0, linear_iterations=20):
     b = ss.ModelBuilder(gravity=(0.0, 0.0, -G))
     b.add_soft_mesh(mesh.vertices, mesh.tets, density=DENSITY, youngs_modulus=YOUNGS, poisson_ratio=nu)
     clamp = np.nonzero(mesh.vertices[:, 0] < 1e-9)[0]
     b.fix_particles(clamp)
     model = b.finalize(device=TEST_DEVICE)
     state = model.state()
-    # budget to *solve* the discrete problem: converged PCR (see README: solver budgets)
-    solver = ss.Solver(model, dt=dt, newton_iterations=4, linear_iterations=200, linear_tolerance=1e-5)
-    for _ in range(steps):
+    # real-time step, default warm start: the carried multipliers converge the static stress across steps
+    solver = ss.Solver(model, dt=dt, newton_iterations=4, linear_iterations=linear_iterations)
+    tip = np.nonzero(mesh.vertices[:, 0] > LENGTH - 1e-9)[0]
+    late = []
+    for k in range(steps):
         solver.step(state)
-    return state.particle_q.numpy() - mesh.vertices, clamp
+        if k >= steps - 60:
+            late.append(mesh.vertices[tip, 2].mean() - state.particle_q.numpy()[tip, 2].mean())
+    return state.particle_q.numpy() - mesh.vertices, clamp, np.ptp(late)
 
 
-@pytest.mark.parametrize("n, steps", [(1, 200), (2, 300), (3, 300)])
-def test_cantilever_matches_linear_fem(n, steps):
+# 8×1×1 cubes converge at the paper's budget (4 × 20); the 16×2×2 beam needs 60 PCR iterations per Newton step, because
+# Jacobi-PCR carries the clamp's support about one element per iteration (README, "Known limitations").
+@pytest.mark.parametrize("n, linear_iterations", [(1, 20), (2, 60)])
+def test_cantilever_matches_linear_fem(n, linear_iterations):
     mesh = beam_mesh(n)
-    u, clamp = settle(mesh, 0.3, steps)
+    u, clamp, swing = settle(mesh, 0.3, 240, linear_iterations=linear_iterations)
     tip = np.nonzero(mesh.vertices[:, 0] > LENGTH - 1e-9)[0]
     ref = linear_fem_displacement(mesh.vertices, mesh.tets, YOUNGS, 0.3, DENSITY, (0, 0, -G), clamp)
     engine_tip, ref_tip = -u[tip, 2].mean(), -ref[tip, 2].mean()
     beam = cantilever_tip_deflection(LENGTH, DEPTH, DEPTH, YOUNGS, 0.3, DENSITY, G)
     print(f"\n{8*n}x{n}x{n} cubes ({len(mesh.tets)} tets): engine/FEM = {engine_tip/ref_tip:.4f}, FEM/beam = {ref_tip/beam:.3f}")
     assert engine_tip == pytest.approx(ref_tip, rel=0.03)
+    assert swing < 0.01 * ref_tip  # settled: no steady swing over the last 0.5 s
 
 
 def test_linear_tets_converge_toward_beam_theory_and_lock_when_incompressible():
