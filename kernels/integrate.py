@@ -58,6 +58,7 @@ def start_multipliers(rows_per_world: int, contact_start: int, contact_end: int,
 def finalize_particles(
     particles_per_world: int,
     h: float,
+    max_speed: float,
     x_start: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.vec3),
     # Out:
@@ -65,13 +66,14 @@ def finalize_particles(
     qd: wp.array(dtype=wp.vec3),
     nonfinite: wp.array(dtype=int),
 ):
-    """x⁺ = x⁻ + h v⁺; flags worlds whose state became non-finite."""
+    """x⁺ = x⁻ + h v⁺; flags worlds whose state became non-finite or ran away (speed above max_speed [m/s], 0: off),
+    which catches a blow-up while its values are still finite."""
     tid = wp.tid()
     vi = v[tid]
     xi = x_start[tid] + vi * h
     q[tid] = xi
     qd[tid] = vi
-    if not (wp.isfinite(xi) and wp.isfinite(vi)):
+    if not (wp.isfinite(xi) and wp.isfinite(vi)) or (max_speed > 0.0 and wp.length(vi) > max_speed):
         nonfinite[tid // particles_per_world] = 1
 
 

@@ -141,6 +141,7 @@ def apply_body_impulses(
 def finalize_bodies(
     bodies_per_world: int,
     h: float,
+    max_speed: float,
     x_start: wp.array(dtype=wp.transform),
     v: wp.array(dtype=wp.spatial_vector),
     # Out:
@@ -154,7 +155,8 @@ def finalize_bodies(
     q[tid] = x
     qd[tid] = s
     p = wp.transform_get_translation(x)
-    if not (wp.isfinite(p) and wp.isfinite(lin(s)) and wp.isfinite(ang(s))):
+    runaway = max_speed > 0.0 and (wp.length(lin(s)) > max_speed or wp.length(ang(s)) > 100.0 * max_speed)
+    if not (wp.isfinite(p) and wp.isfinite(lin(s)) and wp.isfinite(ang(s))) or runaway:
         nonfinite[tid // bodies_per_world] = 1
 
 

@@ -103,3 +103,23 @@ def test_nonfinite_state_raises_and_restores():
     assert flagging.diverged_worlds == {1}
     q = state.particle_q.numpy()
     assert np.all(np.isfinite(q)) and not np.array_equal(q[:2], before[:2])  # world 0 advanced
+
+
+def test_finite_runaway_is_caught_as_divergence():
+    """A blow-up is caught while its values are still finite: a speed far beyond any physical scale of the scene."""
+    b = ss.ModelBuilder()
+    b.add_particle((0, 0, 0), mass=1.0)
+    model = b.finalize(device=TEST_DEVICE, worlds=2)
+    state = model.state()
+    control = model.control()
+    f = np.zeros((2, 3), dtype=np.float32)
+    f[1, 0] = 1.0e6  # 1e6 m/s² for 0.01 s: 1e4 m/s, finite but no physics
+    control.particle_f.assign(f)
+    solver = ss.Solver(model, dt=0.01)
+    before = state.particle_q.numpy().copy()
+    with pytest.raises(ss.SimulationDiverged, match=r"\[1\]"):
+        solver.step(state, control)
+    assert np.array_equal(state.particle_q.numpy(), before)
+    relaxed = ss.Solver(model, dt=0.01, max_speed=0.0)  # off
+    relaxed.step(state, control)
+    assert np.isfinite(state.particle_q.numpy()).all()

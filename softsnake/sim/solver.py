@@ -31,12 +31,12 @@ from .model import Control, Model, State
 
 
 class SimulationDiverged(FloatingPointError):
-    """A step produced non-finite positions or velocities; the state was restored to the start of that step."""
+    """A step produced non-finite positions or velocities, or runaway speeds; the state was restored to the start of that step."""
 
     def __init__(self, worlds):
         self.worlds = list(worlds)
         super().__init__(
-            f"simulation diverged (non-finite state) in world(s) {self.worlds}; the state was restored to the start "
+            f"simulation diverged (non-finite state or speed above SolverConfig.max_speed) in world(s) {self.worlds}; the state was restored to the start "
             "of the step. Reduce the time step, raise newton/linear iterations, or check the model parameters."
         )
 
@@ -56,6 +56,9 @@ class SolverConfig:
     warm_start: float = 1.0
     #: factor applied to the previous step's contact impulses (normal and friction) as a start value
     contact_warm_start: float = 1.0
+    #: scale the carried bilateral multipliers by the s ∈ [0, 1] that minimises the first residual (robust when the
+    #: linear solves are truncated far from convergence); off: reapply them as they are (best with converged solves)
+    warm_start_scaled: bool = True
     #: contacts farther than this are not solved [m]
     contact_margin: float = 0.01
     #: floor on ∂φ/∂a of the FB normal rows
@@ -70,6 +73,9 @@ class SolverConfig:
     diagnostics: bool = True
     #: check for non-finite state after every step (one small device→host copy per step)
     check_finite: bool = True
+    #: a world whose particle or body speed exceeds this [m/s] (or angular speed 100× it [rad/s]) has diverged even if
+    #: its values are still finite (0: off)
+    max_speed: float = 100.0
     #: "raise": restore the state and raise SimulationDiverged; "flag": restore only the bad worlds and record them
     on_nonfinite: str = "raise"
     #: capture the step as a CUDA graph on GPU devices
@@ -80,7 +86,7 @@ class SolverConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or v < 1:
                 raise ValueError(f"{name} must be an integer ≥ 1, got {v!r}")
-        for name in ("linear_tolerance", "newton_tolerance", "warm_start", "contact_warm_start", "contact_margin", "fb_min_derivative", "fb_smoothing", "friction_free_weight", "friction_stick_velocity"):
+        for name in ("linear_tolerance", "newton_tolerance", "warm_start", "contact_warm_start", "contact_margin", "max_speed", "fb_min_derivative", "fb_smoothing", "friction_free_weight", "friction_stick_velocity"):
             v = float(getattr(self, name))
             if not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number ≥ 0, got {getattr(self, name)!r}")
@@ -371,7 +377,7 @@ class Solver:
         # step's Jacobians, which stay fixed for the step, so v = ṽ + M⁻¹Jᵀλ holds from the first iteration on and a
         # body at rest in equilibrium starts the step at zero residual
         self._assemble(0, scale, self._scratch_res, linearise=1)
-        if cfg.warm_start > 0.0:
+        if cfg.warm_start > 0.0 and cfg.warm_start_scaled:
             # Contact impulses are applied as carried. The bilateral ones are applied as s·λ with the s ∈ [0, warm_start]
             # that minimises the P-norm of the first residual along them (φ(s) = φ₀ + s·Aλ, exact for linear rows): a
             # reapplied impulse also reapplies the previous step's solve error, which a truncated solve on stiff rows
@@ -387,7 +393,7 @@ class Solver:
             wp.launch_tiled(kpcr.warm_start_dots, dim=[W], inputs=[m.row_count, self.rhs, self.Ap, self.diag, self._warm_bd, self._warm_dd], block_dim=self.block_dim, device=dev)
             wp.launch(kpcr.scale_warm_start, dim=nrows, inputs=[m.row_count, 1.0, self._warm_bd, self._warm_dd, self.p, self.lam], device=dev)
             self._apply(self.p)
-        elif cfg.contact_warm_start > 0.0:
+        elif cfg.warm_start > 0.0 or cfg.contact_warm_start > 0.0:
             self._apply(self.lam)
         tol_sq = cfg.linear_tolerance**2
         # On the CPU, device arrays are host memory: converged solves can stop early at no transfer cost.
@@ -439,8 +445,8 @@ class Solver:
 
     def _finalize(self, state: State) -> None:
         m, W = self.model, self.model.worlds
-        wp.launch(kint.finalize_particles, dim=W * m.particle_count, inputs=[m.particle_count, self.dt, self.x_start, self.v], outputs=[state.particle_q, state.particle_qd, self.nonfinite], device=m.device)
-        wp.launch(krigid.finalize_bodies, dim=W * m.body_count, inputs=[m.body_count, self.dt, self.body_x_start, self.body_v], outputs=[state.body_q, state.body_qd, self.nonfinite], device=m.device)
+        wp.launch(kint.finalize_particles, dim=W * m.particle_count, inputs=[m.particle_count, self.dt, self.config.max_speed, self.x_start, self.v], outputs=[state.particle_q, state.particle_qd, self.nonfinite], device=m.device)
+        wp.launch(krigid.finalize_bodies, dim=W * m.body_count, inputs=[m.body_count, self.dt, self.config.max_speed, self.body_x_start, self.body_v], outputs=[state.body_q, state.body_qd, self.nonfinite], device=m.device)
 
     # ---------------------------------------------------------- checkpoints
     def _carried_arrays(self) -> dict:
