@@ -167,3 +167,15 @@ def scale_warm_start(rows_per_world: int, max_scale: float, bd: wp.array(dtype=f
     c = s * carried[i]
     carried[i] = c
     lam[i] = lam[i] + c
+
+
+@wp.kernel
+def backtrack_grown(rows_per_world: int, residual_new: wp.array(dtype=float), residual_old: wp.array(dtype=float), update: wp.array(dtype=float), out: wp.array(dtype=float)):
+    """out = −½·update in worlds whose squared residual grew with that update (merit ‖φ‖²), else 0: the step-halving
+    of a backtracking line search, decided per world on the device."""
+    i = wp.tid()
+    w = i // rows_per_world
+    if residual_new[w] > residual_old[w]:
+        out[i] = -0.5 * update[i]
+    else:
+        out[i] = 0.0

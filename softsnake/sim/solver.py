@@ -1,10 +1,12 @@
 """Non-smooth Newton solver with a matrix-free Jacobi-PCR linear solve per iteration (paper Sec. IV-D, Eq. 8).
 
 One step of size h (solver notes §1, §6):
-  1. predict ṽ = v⁻ + h(g + M⁻¹f); warm-start the bilateral multipliers and apply v = ṽ + M⁻¹Jᵀλ;
-  2. for each Newton iteration: linearise every row at x = x⁻ + h v (distance, corotational tet, FB contact, friction
-     fixed point), solve [J M⁻¹ Jᵀ + C] Δλ = b with Jacobi-PCR, λ += Δλ, v += M⁻¹JᵀΔλ, project friction on its cone;
-  3. x⁺ = x⁻ + h v⁺, and check the state is finite.
+  1. predict ṽ = v⁻ + h(g + M⁻¹f); take every Jacobian at x⁻ + h·v⁻; warm-start the multipliers and apply
+     v = ṽ + M⁻¹Jᵀλ;
+  2. for each Newton iteration: evaluate every row at x = x⁻ + h v with the step's fixed Jacobians (distance,
+     corotational tet, FB contact, friction fixed point; a chord Newton method), halve the last update where it made
+     ‖φ‖² grow, solve [J M⁻¹ Jᵀ + C] Δλ = b with Jacobi-PCR, λ += Δλ, v += M⁻¹JᵀΔλ;
+  3. project friction impulses left outside their cone, x⁺ = x⁻ + h v⁺, and check the state is finite and bounded.
 All worlds run in the same launches with per-world scalars, so they never influence each other; there is no host
 round trip inside the Newton loop (on CUDA the whole step is captured as one graph).
 """
@@ -69,7 +71,7 @@ class SolverConfig:
     friction_stick_velocity: float = 1.0e-4
     #: friction-row weight (× Delassus diagonal) that switches friction off for contacts without normal impulse
     friction_free_weight: float = 1.0e4
-    #: record per-iteration residuals (one extra row evaluation per step)
+    #: kept for old config files: the residual after the last iteration is now always evaluated (the line search needs it)
     diagnostics: bool = True
     #: check for non-finite state after every step (one small device→host copy per step)
     check_finite: bool = True
@@ -401,6 +403,8 @@ class Solver:
         for it in range(N):
             num, den, rr, iters = self._num[it], self._den[it], self._rr[it], self._iters[it]
             self._assemble(it, scale, self._res[it])
+            if it > 0:
+                self._backtrack(it, scale)
             if host_exit and cfg.newton_tolerance > 0.0 and np.all(self._res[it].numpy() <= cfg.newton_tolerance**2):
                 break
             wp.launch_tiled(kpcr.pcr_init, dim=[W], inputs=[m.row_count, self.rhs, self.diag, self.dlam, self.r, self.z, rr], block_dim=self.block_dim, device=dev)
@@ -424,10 +428,22 @@ class Solver:
                 wp.launch(kpcr.zero_converged, dim=nrows, inputs=[m.row_count, cfg.newton_tolerance**2, self._res[it], self.dlam], device=dev)
             wp.launch(kpcr.add_to, dim=nrows, inputs=[self.dlam, self.lam], device=dev)
             self._apply(self.dlam)
+        # the budget never ends on an update that made the residual grow
+        self._assemble(N, scale, self._res[N])
+        self._backtrack(N, scale)
         self._project_cones(N - 1)
-        if cfg.diagnostics:
-            self._assemble(N, scale, self._res[N])
         self._finalize(state)
+
+    def _backtrack(self, it: int, scale: wp.array) -> None:
+        """Globalisation (notes §10): where the last Newton update made the merit ‖φ‖² grow, take back half of it and
+        re-evaluate the rows (per world, on the device; ``self.dlam`` still holds the last update)."""
+        m, dev = self.model, self.model.device
+        nrows = m.worlds * m.row_count
+        wp.launch(kpcr.backtrack_grown, dim=nrows, inputs=[m.row_count, self._res[it], self._res[it - 1], self.dlam], outputs=[self.r], device=dev)
+        wp.launch(kpcr.add_to, dim=nrows, inputs=[self.r, self.lam], device=dev)
+        self._apply(self.r)
+        self._res[it].zero_()
+        self._assemble(min(it, self.config.newton_iterations - 1), scale, self._res[it])
 
     def _project_cones(self, it: int) -> None:
         """Friction impulses left outside their cone by the truncated fixed point are projected onto it, once per
@@ -483,8 +499,6 @@ class Solver:
         with np.errstate(invalid="ignore", divide="ignore"):
             red = np.where(rr[:, 0, :] > 0, np.sqrt(final / rr[:, 0, :]), 0.0)
         res = np.sqrt(self.res_sq.numpy().reshape(N + 1, W))
-        if not self.config.diagnostics:
-            res[N] = np.nan
         return StepDiagnostics(
             residual_norm=res,
             linear_iterations=iters,
