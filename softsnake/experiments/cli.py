@@ -146,6 +146,7 @@ def run_curvature_command(args) -> int:
     plt.close(fig)
     print(f"+side: {pos[0]:.4f} 1/(m·psi), R²={pos[2]:.5f}; −side: {neg[0]:.4f} 1/(m·psi), R²={neg[2]:.5f}")
     print(f"bending angle at +{cfg.p_max_psi:g} psi: {r.bending_angle_deg(cfg.p_max_psi):.1f}°, at −{cfg.p_max_psi:g} psi: {r.bending_angle_deg(-cfg.p_max_psi):.1f}°")
+    print(f"settled: the averaged curvatures changed by at most {r.settled_to:.3g} 1/m between the last two windows")
     print(f"wrote {out / 'curvature.csv'}, curvature.png")
     return 0
 

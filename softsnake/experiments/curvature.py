@@ -17,6 +17,13 @@ class CurvatureResult:
     pressure_psi: np.ndarray  # (k,) signed pressure [psi]
     curvature_per_m: np.ndarray  # (k,) settled link curvature [1/m]
     link_length: float  # [m]
+    #: per pressure, |mean κ of the last averaging window − mean κ of the window before| [1/m]: how settled the value is
+    settle_change_per_m: np.ndarray | None = None
+
+    @property
+    def settled_to(self) -> float:
+        """Largest window-to-window change of the averaged curvature over the sweep [1/m]."""
+        return float(np.max(self.settle_change_per_m)) if self.settle_change_per_m is not None else float("nan")
 
     def bending_angle_deg(self, pressure_psi: float) -> float:
         """Bending angle κ·L [deg] at a pressure (linear interpolation of the sweep)."""
@@ -37,7 +44,9 @@ def curvature_sweep(pressures_psi, *, config: SnakeConfig | None = None, device:
 
     The pressure (latency off) rises linearly over ``ramp_seconds`` [s] (a quasi-static load; a jump of several psi
     in one step is a violent impact) and is held until ``settle_seconds``; the curvature is averaged over the last
-    ``average_seconds``. ``progress``: optional callable(frames_done, frames_total)."""
+    ``average_seconds``; the window before it is averaged too, and their difference is reported
+    (``CurvatureResult.settle_change_per_m``) as the check that the static value has settled.
+    ``progress``: optional callable(frames_done, frames_total)."""
     p = np.asarray(pressures_psi, dtype=np.float64).reshape(-1)
     if p.size == 0 or not np.all(np.isfinite(p)):
         raise ValueError("pressures must be a non-empty list of finite numbers [psi]")
@@ -49,11 +58,14 @@ def curvature_sweep(pressures_psi, *, config: SnakeConfig | None = None, device:
     frames = int(round(settle_seconds / cfg.frame_dt))
     avg = max(1, int(round(average_seconds / cfg.frame_dt)))
     acc = np.zeros(p.size)
+    before = np.zeros(p.size)
     for k in range(frames):
         sim.set_pressure_targets(p[:, None] * min(1.0, sim.time / ramp_seconds if ramp_seconds > 0 else 1.0))
         sim.step()
         if k >= frames - avg:
             acc += sim.curvatures()[:, 0]
+        elif k >= frames - 2 * avg:
+            before += sim.curvatures()[:, 0]
         if progress is not None:
             progress(k + 1, frames)
-    return CurvatureResult(p, acc / avg, cfg.link_length)
+    return CurvatureResult(p, acc / avg, cfg.link_length, np.abs(acc - before) / avg)
