@@ -133,11 +133,11 @@ def test_default_gait_moves_forward(gait_runs):
 def test_offset_turns_in_opposite_directions(gait_runs):
     """φ > 0 keeps chamber 0 (bends toward +y) inflated longer: the snake turns counter-clockwise (toward +y), φ < 0
     clockwise, relative to the φ = 0 gait (whose heading drifts by its start phase: 0.10 rad in 5 s on the coarse
-    snake), by turns of similar size."""
+    snake). The two are not mirror images (−a_i(−φ) is the φ gait shifted by half a period), so only the signs and a
+    clear size are checked."""
     traj, _ = gait_runs
     straight, left, right = traj.turn()
     assert left - straight > 0.05 and right - straight < -0.05, traj.turn()
-    assert 0.5 < (left - straight) / (straight - right) < 2.0, traj.turn()
     lateral = traj.displacement()[1:, 1]
     assert np.sign(lateral[0]) == -np.sign(lateral[1])
 
