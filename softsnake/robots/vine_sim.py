@@ -21,10 +21,11 @@ class VineSim:
     wall_thickness [m]; headings: per-world launch angles [rad] (default: config.heading everywhere);
     bending_params: per-world hinge-law parameters (worlds, P) (default: from the config); link_angles / link_lengths:
     initial shape (see :func:`build_vine`); growth_velocity: start with the bodies moving at the growth velocities
-    (default False: from rest, as the Julia reference). The bending springs are explicit
+    (default False: from rest, as the Julia reference); on_nonfinite: "raise" or "flag" (candidate worlds of a fit
+    that blow up are flagged, see :attr:`diverged_worlds`). The bending springs are explicit
     (:class:`~softsnake.sim.HingeTorques`), evaluated at the start of every step like F(q_k, v_k) in the originals."""
 
-    def __init__(self, config: VineConfig, *, rects=None, circles=None, walls=None, wall_thickness: float | None = None, worlds: int = 1, headings=None, bending_params=None, link_angles=None, link_lengths=None, growth_velocity: bool = False, device: str = "cpu", extra_shapes=None):
+    def __init__(self, config: VineConfig, *, rects=None, circles=None, walls=None, wall_thickness: float | None = None, worlds: int = 1, headings=None, bending_params=None, link_angles=None, link_lengths=None, growth_velocity: bool = False, device: str = "cpu", extra_shapes=None, on_nonfinite: str = "raise"):
         quiet_warp()
         config.validate()
         self.config = config
@@ -72,7 +73,7 @@ class VineSim:
         self.torques = HingeTorques(self.model, h.hinges, params, law=law, body_q0=q0)
         # initial link lengths: jitosho rest is straight; the hinge rest angles are relative to a straight vine
         self._straighten_rest(q0)
-        self.solver = Solver(self.model, dt=config.dt, newton_iterations=config.newton_iterations, linear_iterations=config.linear_iterations, warm_start=config.warm_start, contact_warm_start=config.warm_start, diagnostics=False)
+        self.solver = Solver(self.model, dt=config.dt, newton_iterations=config.newton_iterations, linear_iterations=config.linear_iterations, warm_start=config.warm_start, contact_warm_start=config.warm_start, diagnostics=False, on_nonfinite=on_nonfinite)
         self.time = 0.0
         self.steps = 0
         self.step_seconds = 0.0
@@ -164,6 +165,11 @@ class VineSim:
         self.time += self.config.dt
         self.steps += 1
         self.step_seconds += time.perf_counter() - t0
+
+    @property
+    def diverged_worlds(self) -> set:
+        """Worlds whose state became non-finite (with on_nonfinite="flag"; they are restored and keep running)."""
+        return set(self.solver.diverged_worlds)
 
     def poses(self) -> np.ndarray:
         """Planar poses (worlds, bodies, 3): x [m], y [m], θ [rad] (vine bodies base → tip)."""
