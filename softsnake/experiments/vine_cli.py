@@ -151,7 +151,7 @@ def run_fit_command(args) -> int:
         _positive("--radius-px", radius)
         scenes = [make_scene(d, radius) for d in args.video]
         res = fit_videos(scenes, args.model, popsize=args.popsize, generations=args.generations, seed=args.seed, verbose=not args.quiet)
-        meta = dict(videos=[str(v) for v in args.video], radius_px=radius, scale_m_per_px=scenes[0].scale, mse_px2=res.loss, rollouts=res.rollouts, launches=res.launches, wall_seconds=res.seconds, seed=args.seed)
+        meta = dict(videos=[str(v) for v in args.video], radius_px=radius, scale_m_per_px=scenes[0].scale, mse_px2=res.loss, mse_px2_per_video=list(res.per_video.values()), mse_px2_in_batch=res.batch_loss, rollouts=res.rollouts, launches=res.launches, wall_seconds=res.seconds, seed=args.seed)
     _write_params_toml(out, args.model, res.params, meta)
     print(json.dumps(dict(model=args.model, params=res.params, **meta), indent=1))
     return 0

@@ -37,6 +37,8 @@ class FitResult:
     launches: int  # batched rollouts (one per generation)
     seconds: float
     history: list = field(default_factory=list)  # best loss per generation
+    per_video: dict = field(default_factory=dict)  # problem-specific breakdown of the final loss
+    batch_loss: float = math.nan  # best loss as evaluated inside the batched generation
 
 
 def cma_es(problem: FitProblem, *, x0=None, sigma0: float = 0.3, popsize: int = 16, generations: int = 20, seed: int = 0, tol: float = 1e-10, verbose: bool = False) -> FitResult:
