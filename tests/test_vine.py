@@ -21,7 +21,8 @@ needs_data = pytest.mark.skipif(not DATA.exists(), reason="vine reference data n
 
 
 def small_jitosho(**kw):
-    return VineConfig.preset_config("jitosho", links=4, **kw)
+    kw.setdefault("links", 4)
+    return VineConfig.preset_config("jitosho", **kw)
 
 
 def test_build_vine_topology_and_initial_state():
@@ -202,3 +203,31 @@ def test_cli_errors_and_a_short_rollout(tmp_path, capsys):
     z = np.load(tmp_path / "o" / "rollout.npz")
     assert z["q"].shape == (10, 50, 3) and z["t"].shape == (10,)
     assert (tmp_path / "o" / "rollout.png").exists()
+
+
+def test_fits_are_seeded_and_report_their_cost():
+    from softsnake.experiments.vine_fit import FitProblem, cma_es
+
+    target = np.array([0.3, -1.2])
+    prob = FitProblem(("a", "b"), np.array([-2.0, -2.0]), np.array([2.0, 2.0]), lambda X: np.sum((X - target) ** 2, axis=1), lambda x: {"a": x[0], "b": x[1]})
+    r1 = cma_es(prob, popsize=8, generations=30, seed=3)
+    r2 = cma_es(prob, popsize=8, generations=30, seed=3)
+    assert r1.x.tolist() == r2.x.tolist() and r1.history == r2.history
+    assert r1.rollouts == 8 * len(r1.history) and r1.launches == len(r1.history) and r1.seconds >= 0
+    np.testing.assert_allclose(r1.x, target, atol=1e-3)
+
+
+def test_circle_obstacle_deflects_a_growing_vine():
+    cfg = small_jitosho(links=6, growth_rate=0.03, radius=0.004)
+    # a circle centred on the growth line, slightly to its left: the tip must go around it, never into it
+    from softsnake.robots.vine import add_circles
+
+    c = np.array([0.09 * math.cos(cfg.heading) - 0.004 * math.sin(cfg.heading), 0.09 * math.sin(cfg.heading) + 0.004 * math.cos(cfg.heading)])
+    sim = VineSim(cfg, extra_shapes=lambda b: add_circles(b, [[c[0], c[1], 0.01]]), device=TEST_DEVICE)
+    closest = np.inf
+    for _ in range(60):
+        sim.step()
+        closest = min(closest, np.linalg.norm(sim.contact_points()[0] - c, axis=1).min())
+    assert closest > 0.01 + 0.004 - 5e-4  # contact sphere never inside the circle
+    tip = sim.contact_points()[0, -1]
+    assert np.linalg.norm(tip) > 0.1  # grew past it
