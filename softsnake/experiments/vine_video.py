@@ -39,10 +39,20 @@ LINK_RADII = 4.0  # link length in tube radii
 #: small-angle stiffness k0 = m_full/(2·θ_c), θ_c = 2·asin(ε_crit) (m_full = 4·k0·asin ε_crit), so that the bounds
 #: keep every candidate inside the stability limit of the explicit bending step (tangent stiffness ≤ k0 ≤ 0.3 N m/rad,
 #: damping ≤ 0.03 N m s/rad at Δt = 0.1 s, I = 0.01 kg m²; a chain's highest mode needs K·Δt²/I ≲ 1).
+#: With n engine steps per frame (Δt = 0.1 s / n) the stiffness bound grows as n² and the damping bound as n.
 MODEL_PARAMS = {
     "linear": (("log10_stiffness", -4.0, math.log10(0.3)), ("log10_damping", -5.0, math.log10(0.03))),
     "wrinkling": (("log10_k0", -4.0, math.log10(0.3)), ("log10_eps_crit", -2.0, math.log10(0.5)), ("log10_damping", -5.0, math.log10(0.03))),
 }
+
+
+def model_bounds(law: str, substeps: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    spec = MODEL_PARAMS[law]
+    lo = np.array([s[1] for s in spec])
+    hi = np.array([s[2] for s in spec])
+    hi[0] += 2 * math.log10(substeps)
+    hi[-1] += math.log10(substeps)
+    return lo, hi
 
 
 def video_config(radius_px: float, max_length_px: float, **overrides) -> VineConfig:
@@ -108,6 +118,7 @@ class VideoScene:
     growth_px_per_frame: float
     initial_length_px: float
     config: VineConfig
+    substeps: int = 1  # engine steps per video frame
 
     @property
     def name(self) -> str:
@@ -131,7 +142,8 @@ class VideoScene:
         sim.set_bending_params(params)
         out = [self._centres_px(sim)]
         for _ in range(1, len(self.frames)):
-            sim.step()
+            for _ in range(self.substeps):
+                sim.step()
             out.append(self._centres_px(sim))
         return out, sim.diverged_worlds
 
@@ -171,7 +183,7 @@ def video_mse(scene: VideoScene, centres: list, diverged: set = frozenset()) -> 
     return out
 
 
-def make_scene(directory, radius_px: float, *, max_length_px: float | None = None, **config_overrides) -> VideoScene:
+def make_scene(directory, radius_px: float, *, substeps: int = 1, max_length_px: float | None = None, **config_overrides) -> VideoScene:
     dep = read_video(directory)
     frames = frames_in_wall_frame(dep)
     lengths = measured_lengths(frames)
@@ -193,8 +205,11 @@ def make_scene(directory, radius_px: float, *, max_length_px: float | None = Non
         heading = math.atan2(f[-1, 1], f[-1, 0])
     L0 = float(lengths[0]) if ok[0] else 0.0
     total = max_length_px if max_length_px is not None else L0 + slope * len(frames)
+    if isinstance(substeps, bool) or int(substeps) != substeps or substeps < 1:
+        raise ValueError(f"substeps must be an integer ≥ 1, got {substeps!r}")
+    config_overrides.setdefault("dt", FRAME_DT / substeps)
     cfg = video_config(radius_px, total, heading=heading, growth_rate=slope * scale / FRAME_DT, **config_overrides)
-    return VideoScene(dep, frames, radius_px, scale, heading, slope, L0, cfg)
+    return VideoScene(dep, frames, radius_px, scale, heading, slope, L0, cfg, int(substeps))
 
 
 def param_problem(scenes: list, law: str) -> FitProblem:
@@ -224,7 +239,8 @@ def param_problem(scenes: list, law: str) -> FitProblem:
         keys = ("stiffness", "damping") if law == "linear" else ("m_full", "eps_crit", "damping")
         return {k: float(v) for k, v in zip(keys, p)}
 
-    return FitProblem(names, np.array([s[1] for s in spec]), np.array([s[2] for s in spec]), loss, to_physical)
+    lo, hi = model_bounds(law, scenes[0].substeps)
+    return FitProblem(names, lo, hi, loss, to_physical)
 
 
 def fit_videos(scenes: list, law: str, *, popsize: int = 8, generations: int = 6, seed: int = 0, verbose: bool = False) -> FitResult:
