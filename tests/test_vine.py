@@ -233,3 +233,32 @@ def test_circle_obstacle_deflects_a_growing_vine():
     assert closest > 0.01 + 0.004 - 5e-4  # contact sphere never inside the circle
     tip = sim.contact_points()[0, -1]
     assert np.linalg.norm(tip) > 0.1  # grew past it
+
+
+@needs_data
+def test_video_frame_convention_scale_and_replay_cli(tmp_path):
+    from softsnake.experiments.vine_video import FLIP_POINTS_Y, estimate_radius_px, frames_in_wall_frame, make_scene, video_mse
+
+    v1 = read_video(DATA / "real_video" / "vid1")
+    assert FLIP_POINTS_Y
+    # with the points' y negated the centreline stays off the walls: the nearest distances are ≈ a tube radius
+    r = estimate_radius_px([v1])
+    assert 3.0 < r < 8.0
+    scene = make_scene(DATA / "real_video" / "vid1", r)
+    assert scene.growth_px_per_frame == pytest.approx(1.59, abs=0.05) and abs(scene.heading) < 0.3
+    scene.frames = frames_in_wall_frame(v1)[:12]
+    centres, bad = scene.simulate("linear", np.array([[0.1, 0.01], [0.01, 0.01]]))
+    assert not bad and len(centres) == 12 and centres[0].shape[0] == 2
+    mse = video_mse(scene, centres)
+    assert np.all(np.isfinite(mse)) and np.all(mse < 400)
+    params = tmp_path / "p.toml"
+    params.write_text(f'[fit]\nmodel = "wrinkling"\nradius_px = {r}\n\n[params]\nm_full = 0.1\neps_crit = 0.1\ndamping = 0.01\n')
+    assert cli_main(["vine", "replay", "--video", str(DATA / "real_video" / "vid1"), "--params", str(params), "--out", str(tmp_path / "rp")]) == 0
+    z = np.load(tmp_path / "rp" / "replay.npz")
+    F = v1.frame_count
+    assert z["frames"].shape == (F,) and z["sim_points"].shape[0] == F and z["sim_points"].shape[2] == 2 and z["sim_count"].shape == (F,)
+    assert z["sim_count"][-1] > z["sim_count"][0] > 0
+    assert (tmp_path / "rp" / "replay.png").exists()
+    bad_params = tmp_path / "bad.toml"
+    bad_params.write_text('[fit]\nmodel = "linear"\nradius_px = 5\n\n[params]\nstiffness = 0.1\n')
+    assert cli_main(["vine", "replay", "--video", str(DATA / "real_video" / "vid1"), "--params", str(bad_params), "--out", str(tmp_path / "rp2")]) == 2
