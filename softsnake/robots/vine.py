@@ -98,7 +98,6 @@ class VineConfig:
         base.update(overrides)
         return cls(**base)
 
-    preset_of = preset_config
 
     @classmethod
     def from_toml(cls, path, **overrides) -> "VineConfig":
@@ -196,7 +195,7 @@ def default_mlp_params(stiffness: float) -> np.ndarray:
 
 PRESETS: dict[str, dict] = {
     # Julia reference settings (data/vine/README.md) converted from the original mm-based units to SI (mass unit kept):
-    # d = 3 mm, K = 30000 g·mm²/s²... → 0.03 N m/rad, C = 10 → 1e-5 N m s/rad, mass 0.002, inertia 5 → 5e-6 kg m²,
+    # lengths × 1e-3; inertia 5 → 5e-6 kg m², K = 30000 → 0.03 N m/rad, C = 10 → 1e-5 N m s/rad (mm² → m²); mass 0.002 kg;
     # 25 links, θ0 = −52°, tube diameter 15 mm, Δt = 1/90 s, growth 205/25 mm/s per prismatic joint.
     "jitosho": dict(
         preset="jitosho", links=25, half_length=3.0e-3, radius=7.5e-3, mass=0.002, inertia=5.0e-6, heading=math.radians(-52.0),
@@ -243,9 +242,9 @@ def build_vine(builder, config: VineConfig, *, origin=None, heading: float | Non
     [m] optionally give a bent/grown initial shape (jitosho: length of each link = 2d + centre distance of its two
     bodies; chen: every link is then taken as grown). Returns a :class:`VineHandle`; the bending springs are not
     engine rows: attach them with :class:`~softsnake.sim.HingeTorques` over ``handle.hinges`` (VineSim does)."""
-    config.validate()
     if not isinstance(config, VineConfig):
         raise TypeError("config must be a VineConfig")
+    config.validate()
     o = np.asarray(config.origin if origin is None else origin, dtype=np.float64)
     if o.shape != (2,) or not np.all(np.isfinite(o)):
         raise ValueError(f"origin must be two finite numbers, got {origin!r}")
@@ -358,6 +357,3 @@ def planar_poses(body_q: np.ndarray) -> np.ndarray:
     th = 2.0 * np.arctan2(q[..., 5], q[..., 6])
     return np.stack([q[..., 0], q[..., 1], (th + np.pi) % (2 * np.pi) - np.pi], axis=-1)
 
-
-def bending_moment_law(config: VineConfig) -> str | Callable:
-    return config.bending
