@@ -1,9 +1,10 @@
 """softsnake: a GPU-first compliant-constraint physics engine for soft robots, on NVIDIA Warp."""
 
 from .geometry import TetMesh, box_tet_mesh, read_tet_mesh, tetrahedralize, write_tet_mesh
-from .robots import ChamberPressures, OpenLoopGait, PneumaticsConfig, SnakeConfig, SnakeSim
+from .robots import ChamberPressures, OpenLoopGait, PneumaticsConfig, SnakeConfig, SnakeSim, VineConfig, VineSim, build_vine
 from .sim import (
     Control,
+    HingeTorques,
     Model,
     ModelBuilder,
     ShapeType,
@@ -22,6 +23,10 @@ __all__ = [
     "PneumaticsConfig",
     "SnakeConfig",
     "SnakeSim",
+    "VineConfig",
+    "VineSim",
+    "build_vine",
+    "HingeTorques",
     "Control",
     "Model",
     "ModelBuilder",

@@ -1,7 +1,8 @@
 """Command-line interface: ``softsnake <command> ...``.
 
 Each feature area registers its own sub-commands through an ``add_commands(subparsers)`` function, so this module
-stays a thin dispatcher (engine demo here, ``softsnake.experiments.cli`` for the snake, ``softsnake.vinemap.cli`` for the geometric vine simulator).
+stays a thin dispatcher (engine demo here, ``softsnake.experiments.cli`` for the snake, ``softsnake.vinemap.cli`` for the geometric vine simulator,
+``softsnake.experiments.vine_cli`` for the dynamic vine robots).
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ def _add_snake_commands(sub: argparse._SubParsersAction) -> None:
     add_commands(sub)
 
 
+def _add_vine_commands(sub: argparse._SubParsersAction) -> None:
+    from softsnake.experiments.vine_cli import add_commands
+
+    add_commands(sub)
+
+
 def _add_vinemap_commands(sub: argparse._SubParsersAction) -> None:
     try:
         from softsnake.vinemap.cli import add_commands
@@ -38,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_engine_commands(sub)
     _add_snake_commands(sub)
+    _add_vine_commands(sub)
     _add_vinemap_commands(sub)
     return parser
 
