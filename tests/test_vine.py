@@ -105,7 +105,8 @@ def test_chen_only_the_distal_link_grows_and_links_appear():
 
 def test_chen_wrinkling_vine_bends_around_a_wall_segment():
     cfg = VineConfig.preset_config("chen", links=6, link_length=0.04, radius=0.01, growth_rate=0.1, dt=0.02, heading=0.0, bending="wrinkling", m_full=0.05, eps_crit=0.1, damping=1e-3, inertia=1e-3, mass=0.01)
-    sim = VineSim(cfg, walls=[[0.12, -0.1, 0.12, 0.1]], wall_thickness=0.002, headings=[0.3], device=TEST_DEVICE)
+    # the wall reaches past where the frictionless tip slides in 60 steps (it passes y = 0.1), so the face is tested
+    sim = VineSim(cfg, walls=[[0.12, -0.1, 0.12, 0.3]], wall_thickness=0.002, headings=[0.3], device=TEST_DEVICE)
     max_x = 0.0
     for _ in range(60):  # 0.16 m of vine; straight it would cross x = 0.109 at y = 0.034
         sim.step()

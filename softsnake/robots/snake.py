@@ -55,9 +55,11 @@ class SnakeConfig:
     carriage_mass: float = 0.05
     wheel_radius: float = 0.03  # the axle height: keeps the soft links 10 mm above the ground
     wheel_width: float = 0.01
-    #: viscous loss of each wheel hinge [N m s/rad] (bearing and rolling resistance; 0: free wheels, as measured in
-    #: docs/snake.md — a wheel rolling at ω then loses wheel_damping·ω² of power)
-    wheel_damping: float = 0.0
+    #: viscous loss of each wheel hinge [N m s/rad] (bearing and rolling resistance; a wheel rolling at ω loses
+    #: wheel_damping·ω² of power). Documented estimate (docs/snake.md): a plastic wheel on a steel pin (μ ≈ 0.25, pin
+    #: radius 1.5 mm) plus rolling resistance C_rr ≈ 0.005, at ~1 N per wheel, is ~5e-4 N m of torque; at the
+    #: measured wheel speeds of these snakes (~3–5 rad/s) that is ~1e-4 N m s/rad. 0: free wheels.
+    wheel_damping: float = 1.0e-4
     #: distance between the two wheel centres of a carriage: with half-track/axle height = 1.7 > μ a carriage slides
     #: sideways before it can tip over (a 64 mm track let the tail whip the snake onto its side)
     wheel_track: float = 0.10
