@@ -92,3 +92,11 @@ def restore_particles(
     if all_worlds != 0 or nonfinite[tid // particles_per_world] != 0:
         q[tid] = x_start[tid]
         qd[tid] = v_start[tid]
+
+
+@wp.kernel
+def reset_multipliers(rows_per_world: int, all_worlds: int, nonfinite: wp.array(dtype=int), lam: wp.array(dtype=float)):
+    """Zero the carried multipliers of every world (all_worlds = 1) or only of the rejected ones."""
+    i = wp.tid()
+    if all_worlds != 0 or nonfinite[i // rows_per_world] != 0:
+        lam[i] = 0.0

@@ -123,3 +123,21 @@ def test_finite_runaway_is_caught_as_divergence():
     relaxed = ss.Solver(model, dt=0.01, max_speed=0.0)  # off
     relaxed.step(state, control)
     assert np.isfinite(state.particle_q.numpy()).all()
+
+
+def test_flagged_world_restarts_cold_and_the_others_keep_their_multipliers():
+    b = ss.ModelBuilder()
+    pivot = b.add_particle((0, 0, 0), mass=0.0)
+    bob = b.add_particle((0.1, 0, 0), mass=1.0)
+    b.add_distance(pivot, bob)  # a pendulum: the rod carries an impulse every step
+    model = b.finalize(device=TEST_DEVICE, worlds=2)
+    state, control = model.state(), model.control()
+    solver = ss.Solver(model, dt=0.01, on_nonfinite="flag")
+    solver.step(state)
+    f = np.zeros((4, 3), dtype=np.float32)
+    f[3, 0] = np.inf
+    control.particle_f.assign(f)
+    solver.step(state, control)
+    assert solver.diverged_worlds == {1}
+    lam = solver.lam.numpy().reshape(2, -1)
+    assert lam[1, 0] == 0.0 and lam[0, 0] != 0.0

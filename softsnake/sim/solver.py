@@ -262,8 +262,10 @@ class Solver:
         all_worlds = 1 if self.config.on_nonfinite == "raise" else 0
         wp.launch(kint.restore_particles, dim=m.worlds * m.particle_count, inputs=[m.particle_count, all_worlds, self.nonfinite, self.x_start, self.v_start], outputs=[state.particle_q, state.particle_qd], device=m.device)
         wp.launch(krigid.restore_bodies, dim=m.worlds * m.body_count, inputs=[m.body_count, all_worlds, self.nonfinite, self.body_x_start, self.body_v_start], outputs=[state.body_q, state.body_qd], device=m.device)
+        if m.row_count > 0:
+            # a rejected world restarts cold; in "flag" mode the other worlds keep their carried multipliers
+            wp.launch(kint.reset_multipliers, dim=m.worlds * m.row_count, inputs=[m.row_count, all_worlds, self.nonfinite, self.lam], device=m.device)
         self.nonfinite.zero_()
-        self.lam.zero_()
         if self.config.on_nonfinite == "raise":
             raise SimulationDiverged(bad.tolist())
         self.diverged_worlds.update(int(b) for b in bad)
