@@ -56,10 +56,10 @@ class SnakeConfig:
     wheel_radius: float = 0.03  # the axle height: keeps the soft links 10 mm above the ground
     wheel_width: float = 0.01
     #: viscous loss of each wheel hinge [N m s/rad] (bearing and rolling resistance; a wheel rolling at ω loses
-    #: wheel_damping·ω² of power). Documented estimate (docs/snake.md): a plastic wheel on a steel pin (μ ≈ 0.25, pin
-    #: radius 1.5 mm) plus rolling resistance C_rr ≈ 0.005, at ~1 N per wheel, is ~5e-4 N m of torque; at the
-    #: measured wheel speeds of these snakes (~3–5 rad/s) that is ~1e-4 N m s/rad. 0: free wheels.
-    wheel_damping: float = 1.0e-4
+    #: wheel_damping·ω² of power). Documented estimate (docs/snake.md): rolling resistance of a hard plastic wheel on a
+    #: hard floor, C_rr ≈ 0.005, at ~1 N per wheel and r = 0.03 m is 1.5e-4 N m, i.e. 3e-5 N m s/rad at the ~5 rad/s
+    #: the wheels turn at in the gait (ball-bearing losses neglected). 0: free wheels.
+    wheel_damping: float = 3.0e-5
     #: distance between the two wheel centres of a carriage: with half-track/axle height = 1.7 > μ a carriage slides
     #: sideways before it can tip over (a 64 mm track let the tail whip the snake onto its side)
     wheel_track: float = 0.10
