@@ -382,7 +382,7 @@ class Solver:
         # body at rest in equilibrium starts the step at zero residual
         self._assemble(0, scale, self._scratch_res, linearise=1)
         if cfg.warm_start > 0.0 and cfg.warm_start_scaled:
-            # Contact impulses are applied as carried. The bilateral ones are applied as s·λ with the s ∈ [0, warm_start]
+            # Contact impulses are applied as carried. The bilateral ones are applied as s·λ with the s ∈ [0, 1]
             # that minimises the P-norm of the first residual along them (φ(s) = φ₀ + s·Aλ, exact for linear rows): a
             # reapplied impulse also reapplies the previous step's solve error, which a truncated solve on stiff rows
             # cannot always remove (measured: the carried λ alone diverges on the snake link at 4 × 20); with s the
@@ -402,12 +402,14 @@ class Solver:
         tol_sq = cfg.linear_tolerance**2
         # On the CPU, device arrays are host memory: converged solves can stop early at no transfer cost.
         host_exit = not dev.is_cuda
+        converged_early = False
         for it in range(N):
             num, den, rr, iters = self._num[it], self._den[it], self._rr[it], self._iters[it]
             self._assemble(it, scale, self._res[it])
             if it > 0:
                 self._backtrack(it, scale)
             if host_exit and cfg.newton_tolerance > 0.0 and np.all(self._res[it].numpy() <= cfg.newton_tolerance**2):
+                converged_early = True
                 break
             wp.launch_tiled(kpcr.pcr_init, dim=[W], inputs=[m.row_count, self.rhs, self.diag, self.dlam, self.r, self.z, rr], block_dim=self.block_dim, device=dev)
             self._matvec(self.z, self.Az, num)
@@ -432,7 +434,8 @@ class Solver:
             self._apply(self.dlam)
         # the budget never ends on an update that made the residual grow
         self._assemble(N, scale, self._res[N])
-        self._backtrack(N, scale)
+        if not converged_early:
+            self._backtrack(N, scale)
         self._project_cones(N - 1)
         self._finalize(state)
 
