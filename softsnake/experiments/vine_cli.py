@@ -108,15 +108,10 @@ def _write_params_toml(path, law: str, params: dict, meta: dict) -> None:
 
 
 def read_params_toml(path) -> tuple[str, dict, dict]:
-    import tomllib
+    from softsnake.io.toml_files import read_toml
 
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except OSError as exc:
-        raise ValueError(f"cannot read params file {str(p)!r}: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"malformed TOML in {str(p)!r}: {exc}") from exc
+    data = read_toml(p, "params file")
     if "params" not in data or "fit" not in data or "model" not in data["fit"]:
         raise ValueError(f"{p}: needs a [fit] table with 'model' and a [params] table (write it with 'softsnake vine fit')")
     return data["fit"]["model"], dict(data["params"]), dict(data["fit"])

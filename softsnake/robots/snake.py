@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from softsnake.io.toml_files import read_toml
 from softsnake.sim import ModelBuilder, SolverConfig
 
 from .pneumatics import PneumaticsConfig
@@ -118,14 +118,7 @@ class SnakeConfig:
     def from_toml(cls, path) -> "SnakeConfig":
         """Read a config: top-level keys (or a ``[snake]`` table) are SnakeConfig fields; ``[pneumatics]`` and
         ``[solver]`` tables set PneumaticsConfig and SolverConfig fields. Unknown keys are errors."""
-        p = Path(path)
-        try:
-            data = tomllib.loads(p.read_text())
-        except OSError as exc:
-            raise ValueError(f"cannot read snake config {str(p)!r}: {exc}") from exc
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"malformed TOML in {str(p)!r}: {exc}") from exc
-        return cls.from_dict(data, source=str(p))
+        return cls.from_dict(read_toml(path, "snake config"), source=str(Path(path)))
 
     @classmethod
     def from_dict(cls, data: dict, *, source: str = "config") -> "SnakeConfig":

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
+
+from softsnake.io.toml_files import read_toml
 
 #: half height [m] of the static obstacle prisms along z (the vine lies in z = 0)
 OBSTACLE_HALF_HEIGHT = 0.1
@@ -102,13 +102,7 @@ class VineConfig:
     @classmethod
     def from_toml(cls, path, **overrides) -> "VineConfig":
         """Read a ``[vine]`` table (or top-level keys): ``preset`` picks the defaults, the other keys override them."""
-        p = Path(path)
-        try:
-            data = tomllib.loads(p.read_text())
-        except OSError as exc:
-            raise ValueError(f"cannot read vine config {str(p)!r}: {exc}") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"malformed TOML in {str(p)!r}: {exc}") from exc
+        data = read_toml(path, "vine config")
         table = dict(data.get("vine", data))
         table.update(overrides)
         known = {f.name for f in dataclasses.fields(cls)}

@@ -14,13 +14,13 @@ round trip inside the Newton loop (on CUDA the whole step is captured as one gra
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import warp as wp
 
+from softsnake.io.toml_files import read_toml
 from softsnake.kernels import friction as kfriction
 from softsnake.kernels import integrate as kint
 from softsnake.kernels import pcr as kpcr
@@ -99,12 +99,7 @@ class SolverConfig:
     def from_toml(cls, path) -> "SolverConfig":
         """Read a ``[solver]`` table (or top-level keys) from a TOML file."""
         p = Path(path)
-        try:
-            data = tomllib.loads(p.read_text())
-        except OSError as exc:
-            raise ValueError(f"cannot read solver config {str(p)!r}: {exc}") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"malformed TOML in {str(p)!r}: {exc}") from exc
+        data = read_toml(p, "solver config")
         table = data.get("solver", data)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(table) - known)
