@@ -67,6 +67,19 @@ from .data import ContactSettings, Jacobian, ModelData  # noqa: E402
 
 
 @wp.func
+def contact_slot_off(frame: wp.mat33) -> bool:
+    """A contact slot that is not a candidate this step carries a zero frame (rows t1, t2, n)."""
+    return frame[2, 0] == 0.0 and frame[2, 1] == 0.0 and frame[2, 2] == 0.0
+
+
+@wp.func
+def release_contact_slot(row0: int, lam: wp.array(dtype=float)):
+    """Zero the multipliers (t1, t2, n) of a slot that stops being a contact candidate."""
+    for r in range(3):
+        lam[row0 + r] = 0.0
+
+
+@wp.func
 def switch_off_contact_rows(row0: int, row_compliance: wp.array(dtype=float), rhs: wp.array(dtype=float), diag: wp.array(dtype=float)):
     """Identity rows with zero right-hand side for a far or inactive contact slot (Δλ stays 0)."""
     for r in range(3):
@@ -139,7 +152,7 @@ def project_friction(
     row0 = w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * cidx
     F = jac.contact_frame[tid]
     lam_n = lam[row0 + 2]
-    if wp.length_sq(wp.vec3(F[2, 0], F[2, 1], F[2, 2])) == 0.0:
+    if contact_slot_off(F):
         contact_lam_n_prev[tid] = 0.0
         return
     projected = cone_projected(lam[row0], lam[row0 + 1], m.shape_mu[s], lam_n)

@@ -132,7 +132,6 @@ def zero_converged(rows_per_world: int, tol_sq: float, residual_sq: wp.array(dty
         x[i] = 0.0
 
 
-
 @wp.kernel
 def warm_start_dots(
     rows_per_world: int,
@@ -156,14 +155,14 @@ def warm_start_dots(
 
 
 @wp.kernel
-def scale_warm_start(rows_per_world: int, max_scale: float, bd: wp.array(dtype=float), dd: wp.array(dtype=float), carried: wp.array(dtype=float), lam: wp.array(dtype=float)):
-    """carried ← s·carried and λ += carried, with s = clamp(b·P·d / d·P·d, 0, max_scale), d = A·carried: the multiple of
+def scale_warm_start(rows_per_world: int, bd: wp.array(dtype=float), dd: wp.array(dtype=float), carried: wp.array(dtype=float), lam: wp.array(dtype=float)):
+    """carried ← s·carried and λ += carried, with s = clamp(b·P·d / d·P·d, 0, 1), d = A·carried: the multiple of
     the carried multipliers that minimises the P-norm of the first Newton residual (exact for linear rows)."""
     i = wp.tid()
     w = i // rows_per_world
     s = float(0.0)
     if dd[w] > 0.0:
-        s = wp.clamp(bd[w] / dd[w], 0.0, max_scale)
+        s = wp.clamp(bd[w] / dd[w], 0.0, 1.0)
     c = s * carried[i]
     carried[i] = c
     lam[i] = lam[i] + c

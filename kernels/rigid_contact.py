@@ -13,7 +13,7 @@ import warp as wp
 
 from .contact import shape_signed_distance
 from .data import BodyData, BodyJacobian, ContactSettings, Jacobian, ModelData
-from .friction import assemble_contact_rows, cone_projected, switch_off_contact_rows
+from .friction import assemble_contact_rows, cone_projected, contact_slot_off, release_contact_slot, switch_off_contact_rows
 from .rigid import ang, body_pose, body_vel, body_velocity, joint_row0, lin, row_effective_mass
 from .types import SHAPE_CYLINDER
 
@@ -135,8 +135,7 @@ def assemble_body_contacts(
         rim_off = b.feature_kind[f] == 2 and wp.abs(wp.dot(n, axis)) < 0.7  # rim samples only where a cap faces the target
         if rim_off or ib == ia or b.body_inv_mass[ia] <= 0.0 or (gap > contact.margin and lam[row0 + 2] <= 0.0):
             bjac.contact_frame[kk] = wp.mat33()
-            for r in range(3):
-                lam[row0 + r] = 0.0
+            release_contact_slot(row0, lam)
             return
         p = point - n * radius
         arm_b = wp.vec3()
@@ -164,7 +163,7 @@ def assemble_body_contacts(
         return
     frame = bjac.contact_frame[kk]
     res = float(0.0)
-    if frame[2, 0] == 0.0 and frame[2, 1] == 0.0 and frame[2, 2] == 0.0:
+    if contact_slot_off(frame):
         switch_off_contact_rows(row0, row_compliance, rhs, diag)
     else:
         pose_a = body_pose(b, ia, w, bx_start, bv, h)
@@ -219,7 +218,7 @@ def gather_body_contacts(
     row0 = body_contact_row0(m, b, w, k)
     F = bjac.contact_frame[tid]
     rel = wp.vec3()
-    if wp.length_sq(wp.vec3(F[2, 0], F[2, 1], F[2, 2])) > 0.0:
+    if not contact_slot_off(F):
         dva = body_velocity(b, ia, w, bx_start, bv, h, body_impulse)
         rel = lin(dva) + wp.cross(ang(dva), bjac.contact_arm_a[tid])
         if ib >= 0:
@@ -262,7 +261,7 @@ def project_body_friction(
     k = tid - w * b.body_contact_count
     row0 = body_contact_row0(m, b, w, k)
     F = bjac.contact_frame[tid]
-    if wp.length_sq(wp.vec3(F[2, 0], F[2, 1], F[2, 2])) == 0.0:
+    if contact_slot_off(F):
         lam_n_prev[tid] = 0.0
         return
     lam_n = project_cone_rows(lam, row0, bjac.contact_mu[tid], delta)
@@ -335,12 +334,11 @@ def assemble_particle_body_contacts(
             jac.pb_mu[tid] = b.body_shape_mu[s]
         else:
             jac.pb_frame[tid] = wp.mat33()
-            for r in range(3):
-                lam[row0 + r] = 0.0
+            release_contact_slot(row0, lam)
         return
     frame = jac.pb_frame[tid]
     res = float(0.0)
-    if frame[2, 0] == 0.0 and frame[2, 1] == 0.0 and frame[2, 2] == 0.0:
+    if contact_slot_off(frame):
         switch_off_contact_rows(row0, jac.row_compliance, rhs, diag)
     else:
         arm = jac.pb_arm[tid]
@@ -382,7 +380,7 @@ def gather_particle_body_contacts(
     row0 = particle_body_row0(m, w, k)
     F = jac.pb_frame[tid]
     rel = wp.vec3()
-    if wp.length_sq(wp.vec3(F[2, 0], F[2, 1], F[2, 2])) > 0.0:
+    if not contact_slot_off(F):
         dvb = body_velocity(b, b.body_shape_body[s], w, bx_start, bv, h, body_impulse)
         rel = particle_impulse[w * m.particle_count + p] * m.particle_inv_mass[p] - lin(dvb) - wp.cross(ang(dvb), jac.pb_arm[tid])
     d = F * rel
@@ -407,7 +405,7 @@ def project_particle_body_friction(
     k = tid - w * m.particle_body_count
     row0 = particle_body_row0(m, w, k)
     F = jac.pb_frame[tid]
-    if wp.length_sq(wp.vec3(F[2, 0], F[2, 1], F[2, 2])) == 0.0:
+    if contact_slot_off(F):
         lam_n_prev[tid] = 0.0
         return
     lam_n = project_cone_rows(lam, row0, jac.pb_mu[tid], delta)

@@ -13,7 +13,7 @@ so Schur diagonal compliance is α/(h(h+β)) and the right-hand side is −φ (s
 import warp as wp
 
 from .contact import shape_signed_distance, tangent_basis
-from .friction import assemble_contact_rows, switch_off_contact_rows
+from .friction import assemble_contact_rows, contact_slot_off, release_contact_slot, switch_off_contact_rows
 from .tet import (
     polar_rotation,
     tet_compliance_diagonal,
@@ -163,11 +163,10 @@ def assemble_rows(
                 jac.contact_frame[k] = tangent_basis(wp.vec3(sd0[1], sd0[2], sd0[3]), m.shape_rot[s])
             else:
                 jac.contact_frame[k] = wp.mat33()
-                for r in range(3):
-                    lam[row0 + r] = 0.0
+                release_contact_slot(row0, lam)
             return
         frame = jac.contact_frame[k]
-        if frame[2, 2] == 0.0 and frame[2, 1] == 0.0 and frame[2, 0] == 0.0:
+        if contact_slot_off(frame):
             # not a candidate this step (far, or a kinematic particle): rows switched off
             switch_off_contact_rows(row0, jac.row_compliance, rhs, diag)
         else:

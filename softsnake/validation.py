@@ -59,7 +59,7 @@ def run_incline(slope: float, mu: float, *, seconds: float = 1.0, size: float = 
     expected = max(G * (np.sin(theta) - mu * np.cos(theta)), 0.0)
     late = t >= 0.3 * seconds
     accel = 2.0 * np.polyfit(t[late], x[late], 2)[0]
-    return dict(drift=abs(x[-1] - x[0]), accel=accel, expected_accel=expected, final_z_min=float(state.particle_q.numpy()[:, 2].min()), solver=solver)
+    return dict(drift=abs(x[-1] - x[0]), accel=accel, expected_accel=expected, solver=solver)
 
 
 def run_slide_to_stop(v0: float = 0.5, mu: float = 0.4, *, seconds: float = 0.5, size: float = 0.03, cells: int = 2, youngs: float = 2.0e5, solver_kwargs=None) -> dict:

@@ -390,7 +390,7 @@ class Solver:
             self._assemble(0, scale, self._scratch_res)
             self._matvec(self.p, self.Ap, self._scratch_res)
             wp.launch_tiled(kpcr.warm_start_dots, dim=[W], inputs=[m.row_count, self.rhs, self.Ap, self.diag, self._warm_bd, self._warm_dd], block_dim=self.block_dim, device=dev)
-            wp.launch(kpcr.scale_warm_start, dim=nrows, inputs=[m.row_count, 1.0, self._warm_bd, self._warm_dd, self.p, self.lam], device=dev)
+            wp.launch(kpcr.scale_warm_start, dim=nrows, inputs=[m.row_count, self._warm_bd, self._warm_dd, self.p, self.lam], device=dev)
             self._apply(self.p)
         elif cfg.warm_start > 0.0 or cfg.contact_warm_start > 0.0:
             self._apply(self.lam)
