@@ -26,6 +26,16 @@ def _positive(name: str, v: float) -> float:
     return v
 
 
+def _obstacles(args) -> tuple[np.ndarray, np.ndarray]:
+    """Rectangles (N, 4) and circles (M, 3) [m] from --rects / --circles (same unit, --rect-unit)."""
+    from softsnake.io.vine_data import read_circles, read_rects
+
+    _positive("--rect-unit", args.rect_unit)
+    rects = read_rects(args.rects, unit=args.rect_unit) if args.rects else np.zeros((0, 4))
+    circles = read_circles(args.circles, unit=args.rect_unit) if args.circles else np.zeros((0, 3))
+    return rects, circles
+
+
 def _config(args):
     from softsnake.robots.vine import VineConfig
 
@@ -34,12 +44,15 @@ def _config(args):
     return VineConfig.preset_config(args.preset or "jitosho")
 
 
-def _plot_vines(ax, q, rects=None, walls=None, alpha=1.0, color=None):
+def _plot_vines(ax, q, rects=None, walls=None, alpha=1.0, color=None, circles=None):
     import matplotlib.pyplot as plt
 
     if rects is not None:
         for x, y, w, h in rects:
             ax.add_patch(plt.Rectangle((x, y), w, h, color="0.8", zorder=0))
+    if circles is not None:
+        for x, y, r in circles:
+            ax.add_patch(plt.Circle((x, y), r, color="0.8", zorder=0))
     if walls is not None:
         for x1, y1, x2, y2 in np.reshape(walls, (-1, 4)):
             ax.plot([x1, x2], [y1, y2], "k-", lw=2)
@@ -55,15 +68,15 @@ def _plot_vines(ax, q, rects=None, walls=None, alpha=1.0, color=None):
 def run_rollout_command(args) -> int:
     from softsnake.experiments.vine_julia import compare_to_reference, rollout_rects
     from softsnake.io.files import save_figure_atomic, write_json_atomic, write_npz_atomic
-    from softsnake.io.vine_data import read_julia_rollout, read_rects
+    from softsnake.io.vine_data import read_julia_rollout
 
     cfg = _config(args)
     _positive("--seconds", args.seconds)
-    rects = read_rects(args.rects, unit=args.rect_unit) if args.rects else np.zeros((0, 4))
+    rects, circles = _obstacles(args)
     ref = read_julia_rollout(args.reference, bodies=2 * cfg.links)[0] if args.reference else None
     out = _out_dir(args.out)
     t0 = time.perf_counter()
-    t, q, sim = rollout_rects(rects, args.seconds, config=cfg, device=args.device)
+    t, q, sim = rollout_rects(rects, args.seconds, config=cfg, device=args.device, circles=circles)
     wall = time.perf_counter() - t0
     q = q[:, 0]
     write_npz_atomic(out / "rollout.npz", t=t, q=q)
@@ -79,7 +92,7 @@ def run_rollout_command(args) -> int:
 
     fig, ax = plt.subplots(figsize=(6, 6))
     for k in np.linspace(0, len(q) - 1, 6).astype(int):
-        _plot_vines(ax, q[k : k + 1], rects=rects if k == 0 else None, color=plt.cm.viridis(k / max(len(q) - 1, 1)))
+        _plot_vines(ax, q[k : k + 1], rects=rects if k == 0 else None, circles=circles if k == 0 else None, color=plt.cm.viridis(k / max(len(q) - 1, 1)))
     if ref is not None:
         ax.plot(ref[min(len(ref), len(q)) - 1, :, 0], ref[min(len(ref), len(q)) - 1, :, 1], "k--", lw=1, label="reference (final)")
         ax.legend()
@@ -196,19 +209,17 @@ def run_replay_command(args) -> int:
 def run_batch_command(args) -> int:
     from softsnake.experiments.vine_julia import rollout_rects
     from softsnake.io.files import save_figure_atomic, write_json_atomic
-    from softsnake.io.vine_data import read_rects
-
     if args.vines < 1:
         raise ValueError(f"--vines must be ≥ 1, got {args.vines}")
     _positive("--seconds", args.seconds)
     cfg = _config(args)
-    rects = read_rects(args.rects, unit=args.rect_unit) if args.rects else np.zeros((0, 4))
+    rects, circles = _obstacles(args)
     out = _out_dir(args.out)
     rng = np.random.default_rng(args.seed)
     lo, hi = np.radians(args.angles)
     heads = rng.uniform(lo, hi, args.vines)
     t0 = time.perf_counter()
-    t, q, sim = rollout_rects(rects, args.seconds, config=cfg, worlds=args.vines, headings=heads, device=args.device)
+    t, q, sim = rollout_rects(rects, args.seconds, config=cfg, worlds=args.vines, headings=heads, device=args.device, circles=circles)
     wall = time.perf_counter() - t0
     if not np.all(np.isfinite(q)):
         raise ValueError("non-finite state in the batch: no timings published")
@@ -220,7 +231,7 @@ def run_batch_command(args) -> int:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 6))
-    _plot_vines(ax, q[-1], rects=rects)
+    _plot_vines(ax, q[-1], rects=rects, circles=circles)
     ax.set_title(f"{args.vines} vines, {t[-1]:.1f} s ({summary['ms_per_step']:.0f} ms/step, {summary['device']})")
     save_figure_atomic(fig, out / "batch.png", dpi=110)
     plt.close(fig)
@@ -242,7 +253,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     r = vs.add_parser("rollout", help="one vine among rectangles: rollout.npz (t, q (T, B, 3)), rollout.png, summary.json")
     common(r)
     r.add_argument("--rects", help=".rects file: x y w h per line (lower-left corner, size)")
-    r.add_argument("--rect-unit", type=float, default=0.0254, help="metres per .rects unit (default: inches)")
+    r.add_argument("--circles", help=".circles file: x y r per line (centre, radius), same unit as --rect-unit")
+    r.add_argument("--rect-unit", type=float, default=0.0254, help="metres per .rects/.circles unit (default: inches)")
     r.add_argument("--seconds", type=float, default=5.0)
     r.add_argument("--reference", help="reference rollout csv to compare with (mean body / final tip error)")
     r.add_argument("--out", required=True)
@@ -272,7 +284,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(b)
     b.add_argument("--vines", type=int, default=64)
     b.add_argument("--rects", help=".rects file")
-    b.add_argument("--rect-unit", type=float, default=0.0254)
+    b.add_argument("--circles", help=".circles file: x y r per line")
+    b.add_argument("--rect-unit", type=float, default=0.0254, help="metres per .rects/.circles unit (default: inches)")
     b.add_argument("--seconds", type=float, default=3.0)
     b.add_argument("--angles", type=float, nargs=2, default=(-80.0, -20.0), metavar=("MIN_DEG", "MAX_DEG"))
     b.add_argument("--seed", type=int, default=0)

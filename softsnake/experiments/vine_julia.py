@@ -12,12 +12,13 @@ from softsnake.robots.vine import VineConfig
 from softsnake.robots.vine_sim import VineSim
 
 
-def rollout_rects(rects: np.ndarray, seconds: float, *, config: VineConfig | None = None, worlds: int = 1, headings=None, device: str = "cpu") -> tuple[np.ndarray, np.ndarray, VineSim]:
-    """Roll the vine out among ``rects`` (N, 4) [m] for ``seconds``; returns t (T,), q (T, worlds, bodies, 3), sim."""
+def rollout_rects(rects: np.ndarray, seconds: float, *, config: VineConfig | None = None, worlds: int = 1, headings=None, device: str = "cpu", circles=None) -> tuple[np.ndarray, np.ndarray, VineSim]:
+    """Roll the vine out among ``rects`` (N, 4) [m] (and ``circles`` (M, 3) [m]) for ``seconds``; returns t (T,),
+    q (T, worlds, bodies, 3), sim."""
     cfg = config or VineConfig.preset_config("jitosho")
     if not (math.isfinite(seconds) and seconds > 0):
         raise ValueError(f"seconds must be > 0, got {seconds!r}")
-    sim = VineSim(cfg, rects=rects, worlds=worlds, headings=headings, device=device)
+    sim = VineSim(cfg, rects=rects, circles=circles, worlds=worlds, headings=headings, device=device)
     steps = int(round(seconds / cfg.dt))
     t, q = sim.rollout(steps)
     return t, q, sim

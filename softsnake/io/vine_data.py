@@ -12,34 +12,48 @@ import numpy as np
 INCH = 0.0254  # [m]
 
 
-def read_rects(path, *, unit: float = INCH) -> np.ndarray:
-    """Rectangles of a ``.rects`` file: one ``x y w h`` per line (lower-left corner, width, height), in ``unit`` metres
-    (default inches, as the Julia scenes). Returns (N, 4) [m]. Blank lines and ``#`` comments are skipped."""
+def _read_rows(path, what: str, fields: str, positive: tuple, label: str, unit: float) -> np.ndarray:
+    """Rows of ``len(fields.split())`` numbers per line (``#`` comments and blank lines skipped), columns ``positive``
+    (called ``label`` in errors) > 0, scaled by ``unit``; ValueError naming the file and line otherwise."""
     p = Path(path)
     try:
         text = p.read_text()
     except OSError as exc:
-        raise ValueError(f"cannot read rectangles file {str(p)!r}: {exc}") from exc
+        raise ValueError(f"cannot read {what} file {str(p)!r}: {exc}") from exc
+    names = fields.split()
     rows = []
     for ln, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         parts = line.replace(",", " ").split()
-        if len(parts) != 4:
-            raise ValueError(f"{p}:{ln}: expected 4 numbers 'x y w h', got {len(parts)}: {line!r}")
+        if len(parts) != len(names):
+            raise ValueError(f"{p}:{ln}: expected {len(names)} numbers '{fields}', got {len(parts)}: {line!r}")
         try:
             vals = [float(v) for v in parts]
         except ValueError:
             raise ValueError(f"{p}:{ln}: not a number in {line!r}") from None
         if not np.all(np.isfinite(vals)):
             raise ValueError(f"{p}:{ln}: non-finite value in {line!r}")
-        if vals[2] <= 0 or vals[3] <= 0:
-            raise ValueError(f"{p}:{ln}: width and height must be > 0, got w={vals[2]}, h={vals[3]}")
+        bad = [f"{names[i]}={vals[i]}" for i in positive if vals[i] <= 0]
+        if bad:
+            raise ValueError(f"{p}:{ln}: {label} must be > 0, got {', '.join(bad)}")
         rows.append(vals)
     if not rows:
-        raise ValueError(f"rectangles file {str(p)!r} has no rectangles")
+        raise ValueError(f"{what} file {str(p)!r} has no {what}")
     return np.asarray(rows) * unit
+
+
+def read_rects(path, *, unit: float = INCH) -> np.ndarray:
+    """Rectangles of a ``.rects`` file: one ``x y w h`` per line (lower-left corner, width, height), in ``unit`` metres
+    (default inches, as the Julia scenes). Returns (N, 4) [m]. Blank lines and ``#`` comments are skipped."""
+    return _read_rows(path, "rectangles", "x y w h", (2, 3), "width and height", unit)
+
+
+def read_circles(path, *, unit: float = INCH) -> np.ndarray:
+    """Circles of a ``.circles`` file: one ``x y r`` per line (centre, radius > 0), in ``unit`` metres (default
+    inches, like ``.rects``). Returns (N, 3) [m]. Blank lines and ``#`` comments are skipped."""
+    return _read_rows(path, "circles", "x y r", (2,), "radius", unit)
 
 
 def read_julia_rollout(path, *, bodies: int | None = None) -> tuple[np.ndarray, np.ndarray]:

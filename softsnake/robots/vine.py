@@ -101,12 +101,16 @@ class VineConfig:
 
     @classmethod
     def from_toml(cls, path, **overrides) -> "VineConfig":
-        """Read a ``[vine]`` table (or top-level keys): ``preset`` picks the defaults, the other keys override them."""
+        """Read a ``[vine]`` table (or top-level keys): ``preset`` picks the defaults, the other keys override them.
+        A key that is not a VineConfig field raises ValueError naming the file and the key."""
         data = read_toml(path, "vine config")
         table = dict(data.get("vine", data))
-        table.update(overrides)
         known = {f.name for f in dataclasses.fields(cls)}
-        table = {k: v for k, v in table.items() if k in known}
+        unknown = sorted(set(table) - known)
+        if unknown:
+            where = "[vine] table" if "vine" in data else "top level"
+            raise ValueError(f"unknown vine setting(s) in {str(path)!r} ({where}): {', '.join(unknown)} (VineConfig fields: {', '.join(sorted(known))})")
+        table.update(overrides)
         name = table.pop("preset", "jitosho")
         for k in ("origin", "eps_poly", "mlp_params"):
             if k in table:
