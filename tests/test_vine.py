@@ -339,3 +339,25 @@ def test_circles_file_and_cli(tmp_path, capsys):
     f.write_text("8 -2 1\n")  # beside the vine's path
     assert cli_main(["vine", "rollout", "--circles", str(f), "--seconds", "0.05", "--out", str(tmp_path / "o")]) == 0
     assert np.load(tmp_path / "o" / "rollout.npz")["q"].shape == (5, 50, 3)
+
+
+@needs_data
+def test_video_fit_offers_the_mlp_model(tmp_path):
+    """`vine fit --model mlp`: the 1-10-1 tanh bending law is fitted over log10 C and its 30 weights (a short seeded run
+    on 8 frames of vid1 here), and the result round-trips through params.toml to a replay."""
+    from softsnake.experiments.vine_cli import _write_params_toml, read_params_toml
+    from softsnake.experiments.vine_video import estimate_radius_px, fit_videos, frames_in_wall_frame, make_scene, params_vector, replay
+
+    v1 = read_video(DATA / "real_video" / "vid1")
+    scene = make_scene(DATA / "real_video" / "vid1", estimate_radius_px([v1]))
+    scene.frames = frames_in_wall_frame(v1)[:8]
+    res = fit_videos([scene], "mlp", popsize=4, generations=1, seed=0)
+    assert set(res.params) == {"damping", "mlp_params"} and len(res.params["mlp_params"]) == 31
+    assert res.rollouts == 5 and np.isfinite(res.loss)
+    f = tmp_path / "mlp.toml"
+    _write_params_toml(f, "mlp", res.params, dict(radius_px=scene.radius_px))
+    law, params, _ = read_params_toml(f)
+    np.testing.assert_allclose(params_vector(law, params), params_vector("mlp", res.params))
+    assert replay(scene, law, params)["mse"] == pytest.approx(res.loss)
+    with pytest.raises(ValueError, match="mlp_params"):
+        params_vector("mlp", {"damping": 0.01})

@@ -149,17 +149,18 @@ def run_fit_command(args) -> int:
         mae = float(tip_x_mae(scene, np.array([[res.params["stiffness"], res.params["damping"]]]))[0])
         meta = dict(data=str(args.wall), tip_x_mae_mm=1000 * mae, wall_offset_mm=1000 * scene.wall_offset, rollouts=res.rollouts, launches=res.launches, wall_seconds=res.seconds, seed=args.seed)
     else:
-        from softsnake.experiments.vine_video import estimate_radius_px, fit_videos, make_scene
+        from softsnake.experiments.vine_video import FIT_MODELS, estimate_radius_px, fit_videos, make_scene
         from softsnake.io.vine_data import read_video
 
-        if args.model not in ("linear", "wrinkling"):
-            raise ValueError(f"--model must be linear or wrinkling, got {args.model!r}")
+        if args.model not in FIT_MODELS:
+            raise ValueError(f"--model must be one of {', '.join(FIT_MODELS)}, got {args.model!r}")
         deps = [read_video(d) for d in args.video]
         radius = args.radius_px if args.radius_px else estimate_radius_px(deps)
         _positive("--radius-px", radius)
-        scenes = [make_scene(d, radius, substeps=args.substeps) for d in args.video]
+        _positive("--link-radii", args.link_radii)
+        scenes = [make_scene(d, radius, substeps=args.substeps, link_radii=args.link_radii) for d in args.video]
         res = fit_videos(scenes, args.model, popsize=args.popsize, generations=args.generations, seed=args.seed, verbose=not args.quiet)
-        meta = dict(videos=[str(v) for v in args.video], radius_px=radius, substeps=args.substeps, scale_m_per_px=scenes[0].scale, mse_px2=res.loss, mse_px2_per_video=list(res.per_video.values()), mse_px2_in_batch=res.batch_loss, rollouts=res.rollouts, launches=res.launches, wall_seconds=res.seconds, seed=args.seed)
+        meta = dict(videos=[str(v) for v in args.video], radius_px=radius, substeps=args.substeps, link_radii=args.link_radii, scale_m_per_px=scenes[0].scale, mse_px2=res.loss, mse_px2_per_video=list(res.per_video.values()), mse_px2_in_batch=res.batch_loss, rollouts=res.rollouts, launches=res.launches, wall_seconds=res.seconds, seed=args.seed)
     _write_params_toml(out, args.model, res.params, meta)
     print(json.dumps(dict(model=args.model, params=res.params, **meta), indent=1))
     return 0
@@ -174,7 +175,7 @@ def run_replay_command(args) -> int:
     if "radius_px" not in fit:
         raise ValueError(f"{args.params}: not a video fit (no radius_px in [fit])")
     out = _out_dir(args.out)
-    scene = make_scene(args.video, float(fit["radius_px"]), substeps=int(fit.get("substeps", 1)))
+    scene = make_scene(args.video, float(fit["radius_px"]), substeps=int(fit.get("substeps", 1)), link_radii=float(fit.get("link_radii", 4.0)))
     r = replay(scene, law, params)
     write_npz_atomic(out / "replay.npz", frames=r["frames"], sim_points=r["sim_points"], sim_count=r["sim_count"])
     write_json_atomic(out / "replay.json", dict(video=str(args.video), model=law, params=params, mse_px2=r["mse"], frames=int(len(r["frames"]))))
@@ -264,9 +265,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--video", nargs="+", help="video directories (points.npy, walls.npy)")
     f.add_argument("--wall", help="jitosho_wall_fit.npz: fit K, C of the wall-growth case")
     f.add_argument("--wall-as-given", action="store_true", help="wall case: do not move the wall onto the frame-0 tip")
-    f.add_argument("--model", default="linear", help="linear | wrinkling")
+    f.add_argument("--model", default="linear", help="linear | wrinkling | mlp (1-10-1 tanh network, 31 parameters)")
     f.add_argument("--radius-px", type=float, default=None, help="tube radius in pixels (default: estimated from the videos)")
     f.add_argument("--substeps", type=int, default=1, help="engine steps per video frame (0.1 s); the stiffness bound grows as its square")
+    f.add_argument("--link-radii", type=float, default=4.0, help="video fit: link length in tube radii (Chen et al.: 2, the tube diameter)")
     f.add_argument("--popsize", type=int, default=8)
     f.add_argument("--generations", type=int, default=6)
     f.add_argument("--seed", type=int, default=0)

@@ -46,7 +46,28 @@ MODEL_PARAMS = {
 }
 
 
+#: the MLP law (Chen Sec. IV-C: 1-10-1 tanh network, τ = −½(f(θ) − f(−θ)) − C θ̇) is searched over log10 C and its
+#: 30 weights w1 ∈ [0, 10] 1/rad (the sign of w1 and b1 can be moved into w2), b1 ∈ [−3, 3], w2 ∈ ±0.03·n² N m; b2
+#: cancels in the odd part and is 0. The small-angle stiffness Σ w1·w2·sech²(b1) is not bounded by the box:
+#: candidates beyond the stability limit diverge and are flagged (infinite loss).
+MLP_HIDDEN = 10
+FIT_MODELS = tuple(MODEL_PARAMS) + ("mlp",)
+
+
+def _mlp_spec(substeps: int) -> tuple:
+    w2 = 0.03 * substeps**2
+    return (
+        (("log10_damping", -5.0, math.log10(0.03 * substeps)),)
+        + tuple((f"w1_{j}", 0.0, 10.0) for j in range(MLP_HIDDEN))
+        + tuple((f"b1_{j}", -3.0, 3.0) for j in range(MLP_HIDDEN))
+        + tuple((f"w2_{j}", -w2, w2) for j in range(MLP_HIDDEN))
+    )
+
+
 def model_bounds(law: str, substeps: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    if law == "mlp":
+        spec = _mlp_spec(substeps)
+        return np.array([s[1] for s in spec]), np.array([s[2] for s in spec])
     spec = MODEL_PARAMS[law]
     lo = np.array([s[1] for s in spec])
     hi = np.array([s[2] for s in spec])
@@ -55,12 +76,12 @@ def model_bounds(law: str, substeps: int = 1) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def video_config(radius_px: float, max_length_px: float, **overrides) -> VineConfig:
+def video_config(radius_px: float, max_length_px: float, *, link_radii: float = LINK_RADII, **overrides) -> VineConfig:
     """chen-preset vine for a video: tube radius 33.5 mm ↔ ``radius_px``; link length 4R; enough links for
     ``max_length_px``; effective mass 0.05 kg and inertia 0.01 kg m² (explicit bending stays stable at Δt = 0.1 s for
     K ≲ 1 N m/rad); 4 Newton × 20 PCR iterations."""
     scale = TUBE_RADIUS / radius_px
-    ell = LINK_RADII * TUBE_RADIUS
+    ell = link_radii * TUBE_RADIUS
     links = int(math.ceil(max_length_px * scale / ell)) + 2
     base = dict(links=links, link_length=ell, half_length=ell / 4, radius=TUBE_RADIUS, mass=0.05, inertia=0.01, dt=FRAME_DT, newton_iterations=4, linear_iterations=20, warm_start=1.0, heading=0.0, initial_links=1)
     base.update(overrides)
@@ -183,7 +204,11 @@ def video_mse(scene: VideoScene, centres: list, diverged: set = frozenset()) -> 
     return out
 
 
-def make_scene(directory, radius_px: float, *, substeps: int = 1, max_length_px: float | None = None, **config_overrides) -> VideoScene:
+def make_scene(directory, radius_px: float, *, substeps: int = 1, link_radii: float = LINK_RADII, max_length_px: float | None = None, **config_overrides) -> VideoScene:
+    """One deployment set up for simulation; link length = ``link_radii`` tube radii (Chen et al.: 2, the tube
+    diameter; default 4)."""
+    if not (math.isfinite(link_radii) and link_radii > 0):
+        raise ValueError(f"link length must be > 0 tube radii, got {link_radii!r}")
     dep = read_video(directory)
     frames = frames_in_wall_frame(dep)
     lengths = measured_lengths(frames)
@@ -193,7 +218,7 @@ def make_scene(directory, radius_px: float, *, substeps: int = 1, max_length_px:
     if slope <= 0:
         raise ValueError(f"{dep.name}: the robot does not grow (length slope {slope:.3g} px/frame)")
     scale = TUBE_RADIUS / radius_px
-    ell_px = LINK_RADII * radius_px
+    ell_px = link_radii * radius_px
     heading = None
     for f in frames:
         if len(f) and np.linalg.norm(f[-1]) > 1.5 * ell_px:
@@ -208,21 +233,24 @@ def make_scene(directory, radius_px: float, *, substeps: int = 1, max_length_px:
     if isinstance(substeps, bool) or int(substeps) != substeps or substeps < 1:
         raise ValueError(f"substeps must be an integer ≥ 1, got {substeps!r}")
     config_overrides.setdefault("dt", FRAME_DT / substeps)
-    cfg = video_config(radius_px, total, heading=heading, growth_rate=slope * scale / FRAME_DT, **config_overrides)
+    cfg = video_config(radius_px, total, link_radii=link_radii, heading=heading, growth_rate=slope * scale / FRAME_DT, **config_overrides)
     return VideoScene(dep, frames, radius_px, scale, heading, slope, L0, cfg, int(substeps))
 
 
 def param_problem(scenes: list, law: str) -> FitProblem:
     """Mean of the video metric over ``scenes`` as a function of the bending parameters (log10 coordinates)."""
-    if law not in MODEL_PARAMS:
-        raise ValueError(f"unknown bending model {law!r} for the video fit (choose {', '.join(MODEL_PARAMS)})")
-    spec = MODEL_PARAMS[law]
+    if law not in FIT_MODELS:
+        raise ValueError(f"unknown bending model {law!r} for the video fit (choose {', '.join(FIT_MODELS)})")
+    substeps = scenes[0].substeps
+    spec = _mlp_spec(substeps) if law == "mlp" else MODEL_PARAMS[law]
     names = tuple(s[0] for s in spec)
 
     def physical(X):
-        P = 10.0 ** np.atleast_2d(np.asarray(X, dtype=np.float64))
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if law == "mlp":  # (log10 C, w1, b1, w2) → (C, w1, b1, w2, b2 = 0), the hinge-law order
+            return np.concatenate([10.0 ** X[:, :1], X[:, 1:], np.zeros((len(X), 1))], axis=1)
+        P = 10.0**X
         if law == "wrinkling":  # (k0, ε, C) → (m_full, ε, C), the hinge-law order
-            P = P.copy()
             P[:, 0] = 4.0 * P[:, 0] * np.arcsin(P[:, 1])
         return P  # linear: (K, C)
 
@@ -236,10 +264,12 @@ def param_problem(scenes: list, law: str) -> FitProblem:
 
     def to_physical(x):
         p = physical(x)[0]
+        if law == "mlp":
+            return {"damping": float(p[0]), "mlp_params": [float(v) for v in p[1:]]}
         keys = ("stiffness", "damping") if law == "linear" else ("m_full", "eps_crit", "damping")
         return {k: float(v) for k, v in zip(keys, p)}
 
-    lo, hi = model_bounds(law, scenes[0].substeps)
+    lo, hi = model_bounds(law, substeps)
     return FitProblem(names, lo, hi, loss, to_physical)
 
 
@@ -263,6 +293,12 @@ def fit_videos(scenes: list, law: str, *, popsize: int = 8, generations: int = 6
 
 
 def params_vector(law: str, params: dict) -> np.ndarray:
+    """Hinge-law parameter vector from a fitted parameter dict (as written to params.toml)."""
+    if law == "mlp":
+        w = np.asarray(params.get("mlp_params", ()), dtype=np.float64).reshape(-1)
+        if "damping" not in params or w.shape != (3 * MLP_HIDDEN + 1,):
+            raise ValueError(f"parameters for the mlp model need damping and mlp_params ({3 * MLP_HIDDEN + 1} numbers: w1, b1, w2, b2)")
+        return np.concatenate([[float(params["damping"])], w])
     keys = ("stiffness", "damping") if law == "linear" else ("m_full", "eps_crit", "damping")
     try:
         return np.array([float(params[k]) for k in keys])
