@@ -148,7 +148,7 @@ def run_curvature_command(args) -> int:
     from softsnake.experiments.curvature import curvature_sweep
     from softsnake.io.files import save_figure_atomic, write_text_atomic
 
-    r = curvature_sweep(args.pressures, config=cfg, device=args.device, progress=_progress("curvature", args.quiet))
+    r = curvature_sweep(args.pressures, config=cfg, device=args.device, settle_seconds=args.seconds, progress=_progress("curvature", args.quiet))
     rows = ["pressure_psi,curvature_per_m"] + [f"{a:.6g},{k:.8g}" for a, k in zip(r.pressure_psi, r.curvature_per_m)]
     write_text_atomic(out / "curvature.csv", "\n".join(rows) + "\n")
     pos, neg = r.linear_fit(0.0, cfg.p_max_psi), r.linear_fit(-cfg.p_max_psi, 0.0)
@@ -289,6 +289,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("--max-psi", type=number(0, lo_open=True), default=10.0, help="sweep from −max to +max [psi], ≥ p_max (default 10)")
     p.add_argument("--step-psi", type=number(0, lo_open=True), default=1.0, help="pressure step [psi], ≤ p_max/2 (default 1)")
+    p.add_argument("--seconds", type=number(0.5), default=1.5, help="time each pressure is ramped (0.5 s) and held [s], ≥ 0.5: two 0.25 s averaging windows (default 1.5; shorter runs are quick checks, see the settled line)")
     p.add_argument("--out", type=output_folder, required=True, help="output folder")
     p.set_defaults(func=run_curvature_command, check=check_curvature_command, stage="out")
 
