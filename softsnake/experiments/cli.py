@@ -133,9 +133,9 @@ def check_curvature_command(args) -> None:
     p_max = cfg.p_max_psi
     if args.max_psi < p_max:
         raise ValueError(f"--max-psi must be ≥ p_max = {p_max:g} psi (the linear fits and the bending angle are over 0…p_max), got {args.max_psi:g}")
-    count = math.floor(2 * args.max_psi / args.step_psi + 0.5) + 1
+    count = 2 * args.max_psi / args.step_psi + 1  # pressures in the sweep (float: may overflow an int)
     check_device(args.device)
-    _check_size(f"--max-psi {args.max_psi:g} / --step-psi {args.step_psi:g} ({count} pressures)", cfg, count, links=1, device=args.device)
+    _check_size(f"--max-psi {args.max_psi:g} / --step-psi {args.step_psi:g} ({count:.0f} pressures)", cfg, count, links=1, device=args.device)
     p = np.arange(-args.max_psi, args.max_psi + 0.5 * args.step_psi, args.step_psi)
     fitted = int(np.count_nonzero((p >= -1e-9) & (p <= p_max + 1e-9)))
     if fitted < 3 or int(np.count_nonzero((p <= 1e-9) & (p >= -p_max - 1e-9))) < 3:
