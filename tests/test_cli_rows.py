@@ -11,7 +11,6 @@ import stat
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
