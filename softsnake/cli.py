@@ -1,69 +1,108 @@
 """Command-line interface: ``softsnake <command> ...``.
 
 Each feature area registers its own sub-commands through an ``add_commands(subparsers)`` function, so this module
-stays a thin dispatcher (engine demo here, ``softsnake.experiments.cli`` for the snake, ``softsnake.vinemap.cli`` for the geometric vine simulator,
-``softsnake.experiments.vine_cli`` for the dynamic vine robots).
+stays a thin dispatcher (engine demo here, ``softsnake.experiments.cli`` for the snake, ``softsnake.vinemap.cli`` for
+the geometric vine simulator, ``softsnake.experiments.vine_cli`` for the dynamic vine robots).
+
+Every command runs the same way (``main``): parse (argument types check ranges and paths, ``softsnake.cli_args``),
+``check(args)`` (checks across arguments, input files, device, memory) before any work, then the command with its
+output folder staged (nothing partial or empty is left behind by an error or Ctrl-C). User errors are one line on
+stderr and exit 2; Ctrl-C is one line and exit 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
+from softsnake.cli_args import ArgumentParser
 
-def _add_engine_commands(sub: argparse._SubParsersAction) -> None:
-    from softsnake.demo import add_commands
-
-    add_commands(sub)
-
-
-def _add_snake_commands(sub: argparse._SubParsersAction) -> None:
-    from softsnake.experiments.cli import add_commands
-
-    add_commands(sub)
+#: exit status of an interrupted command (128 + SIGINT, as a shell reports it)
+EXIT_INTERRUPTED = 130
 
 
-def _add_vine_commands(sub: argparse._SubParsersAction) -> None:
-    from softsnake.experiments.vine_cli import add_commands
-
-    add_commands(sub)
-
-
-def _add_vinemap_commands(sub: argparse._SubParsersAction) -> None:
-    try:
-        from softsnake.vinemap.cli import add_commands
-    except ImportError:  # vinemap not built yet
-        return
-    add_commands(sub)
+def _leaf_parsers(parser: argparse.ArgumentParser):
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield parser
+    for action in subs:
+        for child in dict.fromkeys(action.choices.values()):  # aliases map to the same parser
+            yield from _leaf_parsers(child)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="softsnake",
-        description="softsnake: GPU-first compliant-constraint physics engine for soft robots.",
-    )
+    from softsnake.demo import add_commands as engine_commands
+    from softsnake.experiments.cli import add_commands as snake_commands
+    from softsnake.experiments.vine_cli import add_commands as vine_commands
+    from softsnake.vinemap.cli import add_commands as vinemap_commands
+
+    parser = ArgumentParser(prog="softsnake", description="softsnake: GPU-first compliant-constraint physics engine for soft robots.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _add_engine_commands(sub)
-    _add_snake_commands(sub)
-    _add_vine_commands(sub)
-    _add_vinemap_commands(sub)
+    for add in (engine_commands, snake_commands, vine_commands, vinemap_commands):
+        add(sub)
+    for leaf in _leaf_parsers(parser):
+        if leaf is not parser:
+            leaf.add_argument("--verbose", action="store_true", help="show Warp's start-up and driver messages")
+            leaf.set_defaults(prog=leaf.prog)  # errors name the command, as the parser's own do
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    from softsnake.sim.model import quiet_warp
+def _error_line(args, exc: BaseException) -> str:
+    return f"{getattr(args, 'prog', None) or 'softsnake'}: error: " + " ".join(str(exc).split())
 
-    quiet_warp()
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    try:
+
+def _run(args, check_only: bool) -> int:
+    from softsnake.io.files import staged_dir
+
+    if getattr(args, "uses_warp", True):
+        from softsnake.sim.warp_runtime import init_warp
+
+        init_warp(verbose=getattr(args, "verbose", False))
+    if getattr(args, "check", None):
+        args.check(args)
+    if check_only:
+        return 0
+    device = getattr(args, "device", None)
+    if device is not None:
+        from softsnake.sim.warp_runtime import announce_compilation
+
+        announce_compilation(device)
+    stage = getattr(args, "stage", None)
+    final = getattr(args, stage, None) if stage else None
+    args.out_final = final  # the folder the user named, for messages; args.<stage> becomes the staging folder
+    if final is None:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, PermissionError) as exc:
-        print(f"softsnake: error: {exc}", file=sys.stderr)
+    with staged_dir(final) as tmp:
+        setattr(args, stage, tmp)
+        return int(args.func(args) or 0)
+
+
+def main(argv: list[str] | None = None, *, check_only: bool = False) -> int:
+    """Run ``softsnake`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit status.
+
+    check_only: parse and check the arguments and input files, then return 0 without doing any work (the fuzz
+    tests use it). Exit 2: a user error (one line on stderr); 130: interrupted."""
+    args = None
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help (0) or a parse error, already printed as one line (2)
+            return exc.code if isinstance(exc.code, int) else 2
+        if not getattr(args, "func", None):
+            print(f"{parser.prog}: error: give a command (softsnake --help lists them)", file=sys.stderr)
+            return 2
+        return _run(args, check_only)
+    except BrokenPipeError:  # e.g. `softsnake info | head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except (ValueError, OSError) as exc:
+        print(_error_line(args, exc), file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("softsnake: interrupted; no output was written", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -250,26 +250,6 @@ def test_cli_rejects_bad_input_before_simulating(tmp_path, capsys):
     assert not any((tmp_path / n).exists() for n in "abcde")
 
 
-def test_interrupted_gait_leaves_no_output(tmp_path, monkeypatch):
-    from softsnake.cli import main
-    from softsnake.robots import snake_sim
-
-    calls = {"n": 0}
-    original = snake_sim.SnakeSim.step
-
-    def interrupted(self, frames=1):
-        calls["n"] += 1
-        if calls["n"] > 3:
-            raise KeyboardInterrupt
-        original(self, frames)
-
-    monkeypatch.setattr(snake_sim.SnakeSim, "step", interrupted)
-    out = tmp_path / "run"
-    with pytest.raises(KeyboardInterrupt):
-        main(["gait", "--coarse", "--seconds", "1", "--out", str(out), "--quiet"])
-    assert list(out.iterdir()) == []
-
-
 def test_cli_gait_writes_outputs(tmp_path):
     from softsnake.cli import main
 

@@ -1,4 +1,4 @@
-"""``softsnake vinemap deploy|explore`` through the sub-parser registration used by softsnake/cli.py."""
+"""``softsnake vinemap deploy|explore`` through ``softsnake.cli.main`` (exit status, one-line errors, outputs)."""
 
 import argparse
 import csv
@@ -8,16 +8,19 @@ import os
 import numpy as np
 import pytest
 
-from softsnake.vinemap.cli import add_commands
+from softsnake.cli import build_parser, main
 from softsnake.vinemap.environment import Environment, load_environment, save_environment
 
 
 def run(argv):
-    parser = argparse.ArgumentParser(prog="softsnake")
-    sub = parser.add_subparsers(dest="command")
-    add_commands(sub)
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return main(argv)
+
+
+def fails(argv, capsys, match):
+    """The command exits 2 with one line on stderr that contains ``match``."""
+    assert main(argv) == 2, argv
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and match in err[0], err
 
 
 @pytest.fixture
@@ -30,10 +33,8 @@ def env_file(tmp_path):
 
 
 def test_single_vinemap_subparser_with_nested_commands():
-    parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers(dest="command")
-    add_commands(sub)
-    assert list(sub.choices) == ["vinemap"]
+    sub = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)][0]
+    assert "vinemap" in sub.choices
     nested = [a for a in sub.choices["vinemap"]._actions if isinstance(a, argparse._SubParsersAction)][0]
     assert set(nested.choices) == {"deploy", "explore"}
 
@@ -60,23 +61,17 @@ def test_explore_small_run(env_file, tmp_path):
     assert load_environment(str(out / "environment.json")).obstacles[0].shape == (4, 2)
 
 
-def test_bad_inputs_raise_clear_value_errors(env_file, tmp_path):
+def test_bad_inputs_give_one_line_errors(env_file, tmp_path, capsys):
+    o = str(tmp_path / "o")
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"obstacles": [[[0, 0], [1, 1], [1, 0], [0, 1]]]}))
-    with pytest.raises(ValueError, match="self-intersecting"):
-        run(["vinemap", "deploy", "--env", str(bad), "--launch", "0.5,0.05,90", "--out", str(tmp_path / "o")])
-    with pytest.raises(ValueError, match="inside obstacle 0"):
-        run(["vinemap", "deploy", "--env", env_file, "--launch", "0.5,0.65,90", "--out", str(tmp_path / "o")])
+    fails(["vinemap", "deploy", "--env", str(bad), "--launch", "0.5,0.05,90", "--out", o], capsys, "self-intersecting")
+    fails(["vinemap", "deploy", "--env", env_file, "--launch", "0.5,0.65,90", "--out", o], capsys, "inside obstacle 0")
     for frac in ("0", "1.2", "-0.1"):
-        with pytest.raises(ValueError, match="turn fraction"):
-            run(["vinemap", "deploy", "--env", env_file, "--launch", "0.5,0.05,90", f"--turn={frac},30",
-                 "--out", str(tmp_path / "o")])
+        fails(["vinemap", "deploy", "--env", env_file, "--launch", "0.5,0.05,90", f"--turn={frac},30", "--out", o], capsys, "FRACTION")
     garbage = tmp_path / "garbage.json"
     garbage.write_bytes(b"{\"obst\x00")
-    with pytest.raises(ValueError, match="not valid JSON"):
-        run(["vinemap", "deploy", "--env", str(garbage), "--launch", "0.5,0.05,90", "--out", str(tmp_path / "o")])
-    with pytest.raises(FileNotFoundError):
-        run(["vinemap", "deploy", "--env", str(tmp_path / "missing.json"), "--launch", "0.5,0.05,90",
-             "--out", str(tmp_path / "o")])
-    with pytest.raises(ValueError, match="--launch"):
-        run(["vinemap", "deploy", "--env", env_file, "--launch", "0.5,0.05", "--out", str(tmp_path / "o")])
+    fails(["vinemap", "deploy", "--env", str(garbage), "--launch", "0.5,0.05,90", "--out", o], capsys, "not valid JSON")
+    fails(["vinemap", "deploy", "--env", str(tmp_path / "missing.json"), "--launch", "0.5,0.05,90", "--out", o], capsys, "missing.json")
+    fails(["vinemap", "deploy", "--env", env_file, "--launch", "0.5,0.05", "--out", o], capsys, "--launch")
+    assert not (tmp_path / "o").exists()

@@ -29,7 +29,7 @@ def parse_snakes(text: str) -> list[float]:
     if not values:
         raise ValueError("--snakes is empty")
     for v in values:
-        if not (v == 0.25 or (v >= 1 and v == int(v))):
+        if not (v == 0.25 or (np.isfinite(v) and v >= 1 and v == int(v))):
             raise ValueError(f"snake counts must be 0.25 (one link) or whole numbers ≥ 1, got {v}")
     return values
 

@@ -16,6 +16,7 @@ import numpy as np
 
 
 def _config(args):
+    """The snake config of ``--config`` (strict TOML loader), ``--coarse`` and the ``--newton/--linear`` budget."""
     from softsnake.robots.snake import SnakeConfig
 
     cfg = SnakeConfig.from_toml(args.config) if getattr(args, "config", None) else SnakeConfig()
@@ -27,23 +28,27 @@ def _config(args):
     return cfg
 
 
-def _check_device(device: str) -> None:
-    from softsnake.sim.model import resolve_device
+def _snake_world_bytes(cfg, links: int | None = None) -> int:
+    """Lower bound on the memory of one world of the snake (or of ``links`` links) [bytes], from the mesh counts of
+    ``snake_link.link_mesh`` (sections × (3·inner_ring + 1) particles, (sections − 1)·12·inner_ring tets per link)."""
+    from softsnake.cli_args import model_bytes
 
-    resolve_device(device)  # ValueError listing the available devices
-
-
-def _out_dir(path) -> Path:
-    from softsnake.io.files import ensure_writable_dir
-
-    return ensure_writable_dir(Path(path))
+    n = cfg.links if links is None else links
+    return model_bytes(particles=n * cfg.sections * (3 * cfg.inner_ring + 1), tets=n * (cfg.sections - 1) * 12 * cfg.inner_ring, bodies=3 * (n + 1))
 
 
-def _prepare(args, cfg=None):
-    """Read the config (unless given), check the device and the output folder: all before any simulation work."""
-    cfg = cfg if cfg is not None else _config(args)
-    _check_device(args.device)
-    return cfg, (_out_dir(args.out) if getattr(args, "out", None) else None)
+def _frames(seconds: float, cfg, what: str = "--seconds") -> int:
+    frames = int(round(seconds / cfg.frame_dt))
+    if frames < 1:
+        raise ValueError(f"{what} {seconds:g} is shorter than one frame ({cfg.frame_dt:.4g} s)")
+    return frames
+
+
+def _check_size(what: str, cfg, worlds: int, *, links: int | None = None, frames: int = 0, values_per_frame: int = 0, device: str = "cpu") -> None:
+    """Memory of ``worlds`` snake worlds plus ``frames`` × worlds × ``values_per_frame`` float64 records."""
+    from softsnake.cli_args import check_memory
+
+    check_memory(what, worlds * (_snake_world_bytes(cfg, links) + 8.0 * frames * values_per_frame), device)
 
 
 def _progress(desc: str, quiet: bool):
@@ -65,25 +70,29 @@ def _progress(desc: str, quiet: bool):
 
 
 # ---------------------------------------------------------------------------- gait
-def run_gait_command(args) -> int:
+def check_gait_command(args) -> None:
+    from softsnake.cli_args import check_device
     from softsnake.robots.pneumatics import OpenLoopGait
 
     cfg = _config(args)
-    gait = OpenLoopGait(omega_hz=args.omega, alpha=args.alpha, phi=args.phi, amplitude_psi=args.amplitude, p_max_psi=cfg.p_max_psi)
-    if args.worlds < 1:
-        raise ValueError(f"--worlds must be ≥ 1, got {args.worlds}")
-    if not (math.isfinite(args.seconds) and args.seconds > 0):
-        raise ValueError(f"--seconds must be > 0, got {args.seconds}")
-    cfg, out = _prepare(args, cfg)
     if args.no_latency:
         cfg = dataclasses.replace(cfg, pneumatics=dataclasses.replace(cfg.pneumatics, latency=False))
+    args.gait = OpenLoopGait(omega_hz=args.omega, alpha=args.alpha, phi=args.phi, amplitude_psi=args.amplitude, p_max_psi=cfg.p_max_psi)
+    frames = _frames(args.seconds, cfg)
+    check_device(args.device)
+    _check_size(f"--worlds {args.worlds} × --seconds {args.seconds:g}", cfg, args.worlds, frames=frames, values_per_frame=4 + 2 * cfg.links, device=args.device)
+    args.cfg = cfg
 
+
+def run_gait_command(args) -> int:
+    cfg, gait, out = args.cfg, args.gait, Path(args.out)
     from softsnake.experiments.gait import SnakeUsdRecorder, plot_trajectory, run_gait
     from softsnake.io.files import write_json_atomic
     from softsnake.robots.snake_sim import SnakeSim
 
     sim = SnakeSim(worlds=args.worlds, device=args.device, config=cfg)
-    print(sim)
+    if not args.json:
+        print(sim)
     usd = None if args.no_usd else SnakeUsdRecorder(out / f"snake.{args.usd_format}", sim, every=args.usd_every)
     try:
         traj = run_gait(gait, args.seconds, sim=sim, frame_callback=usd, progress=_progress("gait", args.quiet))
@@ -108,21 +117,38 @@ def run_gait_command(args) -> int:
         config=cfg.to_dict(),
     )
     write_json_atomic(out / "summary.json", summary)
+    if args.json:
+        print(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=1))
+        return 0
     print(f"COM displacement world 0: {traj.displacement()[0].round(4).tolist()} m, mean speed {speed[0]:.3f} body lengths/s")
-    print(f"wrote {out / 'trajectory.npz'}, trajectory.png, summary.json" + ("" if usd is None else f", snake.{args.usd_format}"))
+    print(f"wrote {Path(args.out_final) / 'trajectory.npz'}, trajectory.png, summary.json" + ("" if usd is None else f", snake.{args.usd_format}"))
     return 0
 
 
 # ----------------------------------------------------------------------- curvature
+def check_curvature_command(args) -> None:
+    from softsnake.cli_args import check_device
+
+    cfg = _config(args)
+    p_max = cfg.p_max_psi
+    if args.max_psi < p_max:
+        raise ValueError(f"--max-psi must be ≥ p_max = {p_max:g} psi (the linear fits and the bending angle are over 0…p_max), got {args.max_psi:g}")
+    count = 2 * args.max_psi / args.step_psi + 1  # pressures in the sweep (float: may overflow an int)
+    check_device(args.device)
+    _check_size(f"--max-psi {args.max_psi:g} / --step-psi {args.step_psi:g} ({count:.0f} pressures)", cfg, count, links=1, device=args.device)
+    p = np.arange(-args.max_psi, args.max_psi + 0.5 * args.step_psi, args.step_psi)
+    fitted = int(np.count_nonzero((p >= -1e-9) & (p <= p_max + 1e-9)))
+    if fitted < 3 or int(np.count_nonzero((p <= 1e-9) & (p >= -p_max - 1e-9))) < 3:
+        raise ValueError(f"--step-psi {args.step_psi:g} leaves {fitted} pressures in 0…{p_max:g} psi; the linear fit needs at least 3 on each side (step ≤ {p_max / 2:g} psi)")
+    args.cfg, args.pressures = cfg, p
+
+
 def run_curvature_command(args) -> int:
-    if not (args.max_psi > 0 and args.step_psi > 0 and math.isfinite(args.max_psi + args.step_psi)):
-        raise ValueError("--max-psi and --step-psi must be > 0")
-    cfg, out = _prepare(args)
+    cfg, out = args.cfg, Path(args.out)
     from softsnake.experiments.curvature import curvature_sweep
     from softsnake.io.files import save_figure_atomic, write_text_atomic
 
-    p = np.arange(-args.max_psi, args.max_psi + 0.5 * args.step_psi, args.step_psi)
-    r = curvature_sweep(p, config=cfg, device=args.device, progress=_progress("curvature", args.quiet))
+    r = curvature_sweep(args.pressures, config=cfg, device=args.device, settle_seconds=args.seconds, progress=_progress("curvature", args.quiet))
     rows = ["pressure_psi,curvature_per_m"] + [f"{a:.6g},{k:.8g}" for a, k in zip(r.pressure_psi, r.curvature_per_m)]
     write_text_atomic(out / "curvature.csv", "\n".join(rows) + "\n")
     pos, neg = r.linear_fit(0.0, cfg.p_max_psi), r.linear_fit(-cfg.p_max_psi, 0.0)
@@ -147,15 +173,23 @@ def run_curvature_command(args) -> int:
     print(f"+side: {pos[0]:.4f} 1/(m·psi), R²={pos[2]:.5f}; −side: {neg[0]:.4f} 1/(m·psi), R²={neg[2]:.5f}")
     print(f"bending angle at +{cfg.p_max_psi:g} psi: {r.bending_angle_deg(cfg.p_max_psi):.1f}°, at −{cfg.p_max_psi:g} psi: {r.bending_angle_deg(-cfg.p_max_psi):.1f}°")
     print(f"settled: the averaged curvatures changed by at most {r.settled_to:.3g} 1/m between the last two windows")
-    print(f"wrote {out / 'curvature.csv'}, curvature.png")
+    print(f"wrote {Path(args.out_final) / 'curvature.csv'}, curvature.png")
     return 0
 
 
 # ------------------------------------------------------------------- step response
+def check_step_response_command(args) -> None:
+    from softsnake.cli_args import check_device
+
+    cfg = _config(args)
+    frames = _frames(args.seconds, cfg)
+    check_device(args.device)
+    _check_size(f"--seconds {args.seconds:g}", cfg, 5, links=1, frames=frames, values_per_frame=4, device=args.device)
+    args.cfg = cfg
+
+
 def run_step_response_command(args) -> int:
-    if not (args.seconds > 0 and math.isfinite(args.seconds)):
-        raise ValueError(f"--seconds must be > 0, got {args.seconds}")
-    cfg, out = _prepare(args)
+    cfg, out = args.cfg, Path(args.out)
     from softsnake.experiments.step_response import plot_step_responses, step_responses
     from softsnake.io.files import write_npz_atomic
 
@@ -164,18 +198,27 @@ def run_step_response_command(args) -> int:
     plot_step_responses(r, out / "step_response.png")
     for lv, rise, fall in zip(r.levels_psi, r.rise_time(), r.fall_time()):
         print(f"{lv:4.1f} psi: 90% rise {rise:.3f} s, 10% fall {fall:.3f} s")
-    print(f"wrote {out / 'step_response.npz'}, step_response.png")
+    print(f"wrote {Path(args.out_final) / 'step_response.npz'}, step_response.png")
     return 0
 
 
 # --------------------------------------------------------------------------- bench
-def run_bench_command(args) -> int:
-    from softsnake.experiments.bench import PAPER_TABLE_II, bench_snakes, parse_snakes
+def check_bench_command(args) -> None:
+    from softsnake.cli_args import check_device
+    from softsnake.experiments.bench import parse_snakes
 
-    snakes = parse_snakes(args.snakes)
-    if args.frames < 1:
-        raise ValueError(f"--frames must be ≥ 1, got {args.frames}")
-    cfg, _ = _prepare(args)
+    cfg = _config(args)
+    args.snake_counts = parse_snakes(args.snakes)
+    check_device(args.device)
+    biggest = max(args.snake_counts)
+    _check_size(f"--snakes {biggest:g}", cfg, max(1, math.ceil(biggest)), links=1 if biggest < 1 else None, device=args.device)
+    args.cfg = cfg
+
+
+def run_bench_command(args) -> int:
+    from softsnake.experiments.bench import PAPER_TABLE_II, bench_snakes
+
+    cfg, snakes = args.cfg, args.snake_counts
     rows = []
     for s in snakes:
         rows.append(bench_snakes(s, args.frames, device=args.device, config=cfg))
@@ -194,65 +237,75 @@ def run_bench_command(args) -> int:
 
 
 # ---------------------------------------------------------------------------- info
+def check_info_command(args) -> None:
+    args.cfg = _config(args)
+
+
 def run_info_command(args) -> int:
+    """Counts and settings as TOML comments, then the configuration: the whole output loads with ``--config``."""
     from softsnake.robots.snake import snake_counts
 
-    cfg = _config(args)
-    print("one snake vs paper Table I:")
-    for k, (ours, paper, rel) in snake_counts(cfg).items():
-        print(f"  {k:22s} {ours:6d}   paper {paper:6d}   {100 * rel:+6.1f}%")
-    print(f"body length {cfg.body_length:.3f} m, link {cfg.link_length} m × Ø{2 * cfg.link_radius} m, Y = {cfg.youngs_modulus} Pa, ν = {cfg.poisson_ratio}")
-    print(f"solver: h = {cfg.h:.5f} s ({cfg.substeps} sub-steps per {cfg.frame_dt:.5f} s frame), {cfg.solver.newton_iterations} Newton × {cfg.solver.linear_iterations} PCR")
-    print("\nfull configuration (TOML, loadable with --config):\n")
+    cfg = args.cfg
+    lines = ["one snake vs paper Table I:"]
+    lines += [f"  {k:22s} {ours:6d}   paper {paper:6d}   {100 * rel:+6.1f}%" for k, (ours, paper, rel) in snake_counts(cfg).items()]
+    lines.append(f"body length {cfg.body_length:.3f} m, link {cfg.link_length} m × Ø{2 * cfg.link_radius} m, Y = {cfg.youngs_modulus} Pa, ν = {cfg.poisson_ratio}")
+    lines.append(f"solver: h = {cfg.h:.5f} s ({cfg.substeps} sub-steps per {cfg.frame_dt:.5f} s frame), {cfg.solver.newton_iterations} Newton × {cfg.solver.linear_iterations} PCR")
+    lines += ["", "full configuration (this whole output is TOML: save it and load it with --config):"]
+    print("\n".join(f"# {line}".rstrip() for line in lines))
+    print()
     print(cfg.to_toml())
     return 0
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
+    from softsnake.cli_args import input_path, integer, number, output_folder
+
     def common(p, device=True):
-        p.add_argument("--config", default=None, help="snake configuration TOML ([snake], [pneumatics], [solver] tables)")
+        p.add_argument("--config", type=input_path, default=None, help="snake configuration TOML ([snake], [pneumatics], [solver] tables)")
         p.add_argument("--coarse", action="store_true", help="coarse link mesh (5 sections, 13 particles each) for quick runs")
-        p.add_argument("--newton", type=int, default=None, help="Newton iterations per solver step (default: config, 4)")
-        p.add_argument("--linear", type=int, default=None, help="PCR iterations per Newton iteration (default: config, 20)")
+        p.add_argument("--newton", type=integer(1), default=None, help="Newton iterations per solver step (default: config, 4)")
+        p.add_argument("--linear", type=integer(1), default=None, help="PCR iterations per Newton iteration (default: config, 20)")
         if device:
             p.add_argument("--device", default="cpu", help="warp device: cpu, cuda, cuda:0 (default: cpu)")
             p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     p = sub.add_parser("gait", help="open-loop undulation gait (paper Eq. 9): trajectory.npz/.png, snake.usdc")
     common(p)
-    p.add_argument("--worlds", type=int, default=1, help="snakes simulated together (default 1)")
-    p.add_argument("--seconds", type=float, default=5.0, help="simulated time [s] (default 5)")
-    p.add_argument("--omega", type=float, default=2.0, help="oscillation frequency ω [Hz] (default 2)")
-    p.add_argument("--alpha", type=float, default=math.pi / 2, help="phase lag between links α [rad] (default π/2)")
-    p.add_argument("--phi", type=float, default=0.0, help="offset φ in [−1, 1] (turning; default 0)")
-    p.add_argument("--amplitude", type=float, default=8.0, help="amplitude A [psi] ≤ p_max (default 8)")
+    p.add_argument("--worlds", type=integer(1), default=1, help="snakes simulated together (default 1)")
+    p.add_argument("--seconds", type=number(0, lo_open=True), default=5.0, help="simulated time [s] (default 5)")
+    p.add_argument("--omega", type=number(), default=2.0, help="oscillation frequency ω [Hz] (default 2)")
+    p.add_argument("--alpha", type=number(), default=math.pi / 2, help="phase lag between links α [rad] (default π/2)")
+    p.add_argument("--phi", type=number(-1, 1), default=0.0, help="offset φ in [−1, 1] (turning; default 0)")
+    p.add_argument("--amplitude", type=number(), default=8.0, help="amplitude A [psi] ≤ p_max (default 8)")
     p.add_argument("--no-latency", action="store_true", help="pressures follow the targets instantly (paper Fig. 7)")
-    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("--out", type=output_folder, required=True, help="output folder")
     p.add_argument("--no-usd", action="store_true", help="skip the USD animation")
-    p.add_argument("--usd-every", type=int, default=2, help="write every k-th frame to USD (default 2: 30 fps)")
+    p.add_argument("--usd-every", type=integer(1), default=2, help="write every k-th frame to USD (default 2: 30 fps)")
     p.add_argument("--usd-format", choices=("usdc", "usda"), default="usdc")
-    p.set_defaults(func=run_gait_command)
+    p.add_argument("--json", action="store_true", help="print the run's summary (displacement, speed) as JSON")
+    p.set_defaults(func=run_gait_command, check=check_gait_command, stage="out")
 
     p = sub.add_parser("curvature", help="quasi-static curvature vs pressure of one link (paper Fig. 5)")
     common(p)
-    p.add_argument("--max-psi", type=float, default=10.0, help="sweep from −max to +max [psi] (default 10)")
-    p.add_argument("--step-psi", type=float, default=1.0, help="pressure step [psi] (default 1)")
-    p.add_argument("--out", required=True, help="output folder")
-    p.set_defaults(func=run_curvature_command)
+    p.add_argument("--max-psi", type=number(0, lo_open=True), default=10.0, help="sweep from −max to +max [psi], ≥ p_max (default 10)")
+    p.add_argument("--step-psi", type=number(0, lo_open=True), default=1.0, help="pressure step [psi], ≤ p_max/2 (default 1)")
+    p.add_argument("--seconds", type=number(0.5), default=1.5, help="time each pressure is ramped (0.5 s) and held [s], ≥ 0.5: two 0.25 s averaging windows (default 1.5; shorter runs are quick checks, see the settled line)")
+    p.add_argument("--out", type=output_folder, required=True, help="output folder")
+    p.set_defaults(func=run_curvature_command, check=check_curvature_command, stage="out")
 
     p = sub.add_parser("step-response", help="chamber inflation/deflation step responses, 60–100%% of p_max (paper Fig. 6)")
     common(p)
-    p.add_argument("--seconds", type=float, default=1.0, help="duration of each phase [s] (default 1)")
-    p.add_argument("--out", required=True, help="output folder")
-    p.set_defaults(func=run_step_response_command)
+    p.add_argument("--seconds", type=number(0, lo_open=True), default=1.0, help="duration of each phase [s] (default 1)")
+    p.add_argument("--out", type=output_folder, required=True, help="output folder")
+    p.set_defaults(func=run_step_response_command, check=check_step_response_command, stage="out")
 
     p = sub.add_parser("bench", help="multi-snake benchmark (paper Table II): ms per frame of 2 sub-steps")
     common(p)
     p.add_argument("--snakes", default="0.25,1,2,4", help="comma-separated snake counts; 0.25 = one link (default 0.25,1,2,4)")
-    p.add_argument("--frames", type=int, default=20, help="timed frames per count (default 20)")
+    p.add_argument("--frames", type=integer(1), default=20, help="timed frames per count (default 20)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=run_bench_command)
+    p.set_defaults(func=run_bench_command, check=check_bench_command)
 
-    p = sub.add_parser("info", help="model counts (vs paper Table I) and settings")
+    p = sub.add_parser("info", help="model counts (vs paper Table I) and settings, as TOML that --config loads")
     common(p, device=False)
-    p.set_defaults(func=run_info_command)
+    p.set_defaults(func=run_info_command, check=check_info_command)

@@ -36,12 +36,68 @@ def _obstacles(args) -> tuple[np.ndarray, np.ndarray]:
     return rects, circles
 
 
+def _check_config_file(path) -> None:
+    """Strict check of a vine config TOML (unknown keys and value types), naming the file and key, before any work."""
+    from softsnake.io.toml_files import read_toml
+    from softsnake.io.user_files import check_fields, check_keys
+    from softsnake.robots.vine import VineConfig
+
+    data = read_toml(path, "vine config")
+    if "vine" in data:
+        check_keys(data, ("vine",), where=str(path))
+        check_fields(data["vine"], VineConfig, where=f"{path} [vine]")
+    else:
+        check_fields(data, VineConfig, where=str(path))
+
+
 def _config(args):
     from softsnake.robots.vine import VineConfig
 
     if getattr(args, "config", None):
-        return VineConfig.from_toml(args.config, preset=args.preset) if args.preset else VineConfig.from_toml(args.config)
+        _check_config_file(args.config)
+        try:
+            return VineConfig.from_toml(args.config, preset=args.preset) if args.preset else VineConfig.from_toml(args.config)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{args.config}: {exc}") from None
     return VineConfig.preset_config(args.preset or "jitosho")
+
+
+def _check_vines(args, vines: int) -> None:
+    """Config, input files, device and memory of a rollout/batch, before any simulation."""
+    from softsnake.cli_args import check_device, check_memory, model_bytes
+    from softsnake.io.vine_data import read_julia_rollout
+
+    cfg = _config(args)
+    _obstacles(args)
+    if getattr(args, "reference", None):
+        read_julia_rollout(args.reference, bodies=2 * cfg.links)
+    check_device(args.device)
+    steps = int(round(args.seconds / cfg.dt))
+    if steps < 1:
+        raise ValueError(f"--seconds {args.seconds:g} is shorter than one step ({cfg.dt:.4g} s)")
+    bodies = 2 * cfg.links
+    check_memory(f"{vines} vine(s) × {steps} steps", vines * (model_bytes(particles=0, bodies=bodies) + 8.0 * 3 * bodies * (steps + 1)), args.device)
+
+
+def check_rollout_command(args) -> None:
+    _check_vines(args, 1)
+
+
+def check_batch_command(args) -> None:
+    if args.angles[0] > args.angles[1]:
+        raise ValueError(f"--angles MIN_DEG MAX_DEG: {args.angles[0]:g} > {args.angles[1]:g}")
+    _check_vines(args, args.vines)
+
+
+def check_fit_command(args) -> None:
+    if bool(args.video) == bool(args.wall):
+        raise ValueError("give either --video DIR [DIR ...] or --wall FILE")
+    if args.wall and args.model != "linear":
+        raise ValueError("the wall case fits the linear model (K, C) of the original")
+
+
+def check_replay_command(args) -> None:
+    read_params_toml(args.params)
 
 
 def _plot_vines(ax, q, rects=None, walls=None, alpha=1.0, color=None, circles=None):
@@ -131,14 +187,7 @@ def read_params_toml(path) -> tuple[str, dict, dict]:
 
 
 def run_fit_command(args) -> int:
-    if bool(args.video) == bool(args.wall):
-        raise ValueError("give either --video DIR [DIR ...] or --wall FILE")
-    out = Path(args.out)
-    if out.suffix != ".toml":
-        raise ValueError(f"--out must be a .toml file, got {str(out)!r}")
-    _out_dir(out.parent if str(out.parent) else ".")
-    if args.popsize < 2 or args.generations < 1:
-        raise ValueError("--popsize must be ≥ 2 and --generations ≥ 1")
+    out = Path(args.out)  # checked by its argument type; written atomically at the end
     if args.wall:
         from softsnake.experiments.vine_wall import tip_x_mae, wall_scene, fit_wall
 
@@ -202,7 +251,7 @@ def run_replay_command(args) -> int:
     fig.suptitle(f"replay ({law}): mean squared nearest-point distance {r['mse']:.1f} px²")
     save_figure_atomic(fig, out / "replay.png", dpi=100)
     plt.close(fig)
-    print(f"{dep.name}: {law} model, mean squared nearest-point distance {r['mse']:.2f} px² over {F} frames → {out / 'replay.npz'}")
+    print(f"{dep.name}: {law} model, mean squared nearest-point distance {r['mse']:.2f} px² over {F} frames → {Path(args.out_final) / 'replay.npz'}")
     return 0
 
 
@@ -240,56 +289,61 @@ def run_batch_command(args) -> int:
     return 0
 
 
+def _needs_subcommand(args) -> int:
+    raise ValueError("give a vine command: rollout, fit, replay or batch (softsnake vine --help)")
+
+
 def add_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("vine", help="soft growing (vine) robots: rollout, fit, replay, batch")
     vs = p.add_subparsers(dest="vine_command", metavar="VINE_COMMAND")
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+    p.set_defaults(func=_needs_subcommand)
+    from softsnake.cli_args import input_path, integer, number, output_file, output_folder
 
     def common(q, preset=True):
         if preset:
             q.add_argument("--preset", choices=("jitosho", "chen"), default=None, help="model preset (default jitosho)")
-            q.add_argument("--config", help="TOML file with a [vine] table (VineConfig fields)")
+            q.add_argument("--config", type=input_path, help="TOML file with a [vine] table (VineConfig fields)")
         q.add_argument("--device", default="cpu")
 
     r = vs.add_parser("rollout", help="one vine among rectangles: rollout.npz (t, q (T, B, 3)), rollout.png, summary.json")
     common(r)
-    r.add_argument("--rects", help=".rects file: x y w h per line (lower-left corner, size)")
-    r.add_argument("--circles", help=".circles file: x y r per line (centre, radius), same unit as --rect-unit")
-    r.add_argument("--rect-unit", type=float, default=0.0254, help="metres per .rects/.circles unit (default: inches)")
-    r.add_argument("--seconds", type=float, default=5.0)
-    r.add_argument("--reference", help="reference rollout csv to compare with (mean body / final tip error)")
-    r.add_argument("--out", required=True)
-    r.set_defaults(func=run_rollout_command)
+    r.add_argument("--rects", type=input_path, help=".rects file: x y w h per line (lower-left corner, size)")
+    r.add_argument("--circles", type=input_path, help=".circles file: x y r per line (centre, radius), same unit as --rect-unit")
+    r.add_argument("--rect-unit", type=number(0, lo_open=True), default=0.0254, help="metres per .rects/.circles unit (default: inches)")
+    r.add_argument("--seconds", type=number(0, lo_open=True), default=5.0)
+    r.add_argument("--reference", type=input_path, help="reference rollout csv to compare with (mean body / final tip error)")
+    r.add_argument("--out", type=output_folder, required=True)
+    r.set_defaults(func=run_rollout_command, check=check_rollout_command, stage="out")
 
     f = vs.add_parser("fit", help="fit bending parameters to videos (or the wall case): params.toml")
-    f.add_argument("--video", nargs="+", help="video directories (points.npy, walls.npy)")
-    f.add_argument("--wall", help="jitosho_wall_fit.npz: fit K, C of the wall-growth case")
+    f.add_argument("--video", type=input_path, nargs="+", help="video directories (points.npy, walls.npy)")
+    f.add_argument("--wall", type=input_path, help="jitosho_wall_fit.npz: fit K, C of the wall-growth case")
     f.add_argument("--wall-as-given", action="store_true", help="wall case: do not move the wall onto the frame-0 tip")
-    f.add_argument("--model", default="linear", help="linear | wrinkling | mlp (1-10-1 tanh network, 31 parameters)")
-    f.add_argument("--radius-px", type=float, default=None, help="tube radius in pixels (default: estimated from the videos)")
-    f.add_argument("--substeps", type=int, default=1, help="engine steps per video frame (0.1 s); the stiffness bound grows as its square")
-    f.add_argument("--link-radii", type=float, default=4.0, help="video fit: link length in tube radii (Chen et al.: 2, the tube diameter)")
-    f.add_argument("--popsize", type=int, default=8)
-    f.add_argument("--generations", type=int, default=6)
-    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--model", choices=("linear", "wrinkling", "mlp"), default="linear", help="linear | wrinkling | mlp (1-10-1 tanh network, 31 parameters)")
+    f.add_argument("--radius-px", type=number(0, lo_open=True), default=None, help="tube radius in pixels (default: estimated from the videos)")
+    f.add_argument("--substeps", type=integer(1), default=1, help="engine steps per video frame (0.1 s); the stiffness bound grows as its square")
+    f.add_argument("--link-radii", type=number(0, lo_open=True), default=4.0, help="video fit: link length in tube radii (Chen et al.: 2, the tube diameter)")
+    f.add_argument("--popsize", type=integer(2), default=8)
+    f.add_argument("--generations", type=integer(1), default=6)
+    f.add_argument("--seed", type=integer(0), default=0)
     f.add_argument("--quiet", action="store_true")
-    f.add_argument("--out", required=True)
-    f.set_defaults(func=run_fit_command)
+    f.add_argument("--out", type=output_file(".toml"), required=True, help="params .toml file")
+    f.set_defaults(func=run_fit_command, check=check_fit_command)
 
     y = vs.add_parser("replay", help="simulate a video with fitted parameters: replay.npz, replay.png (overlay)")
-    y.add_argument("--video", required=True)
-    y.add_argument("--params", required=True, help="params.toml written by 'softsnake vine fit --video'")
-    y.add_argument("--out", required=True)
-    y.set_defaults(func=run_replay_command)
+    y.add_argument("--video", type=input_path, required=True)
+    y.add_argument("--params", type=input_path, required=True, help="params.toml written by 'softsnake vine fit --video'")
+    y.add_argument("--out", type=output_folder, required=True)
+    y.set_defaults(func=run_replay_command, check=check_replay_command, stage="out")
 
     b = vs.add_parser("batch", help="many vines with random launch angles in one model: batch.png, batch.json")
     common(b)
-    b.add_argument("--vines", type=int, default=64)
-    b.add_argument("--rects", help=".rects file")
-    b.add_argument("--circles", help=".circles file: x y r per line")
-    b.add_argument("--rect-unit", type=float, default=0.0254, help="metres per .rects/.circles unit (default: inches)")
-    b.add_argument("--seconds", type=float, default=3.0)
-    b.add_argument("--angles", type=float, nargs=2, default=(-80.0, -20.0), metavar=("MIN_DEG", "MAX_DEG"))
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--out", required=True)
-    b.set_defaults(func=run_batch_command)
+    b.add_argument("--vines", type=integer(1), default=64)
+    b.add_argument("--rects", type=input_path, help=".rects file")
+    b.add_argument("--circles", type=input_path, help=".circles file: x y r per line")
+    b.add_argument("--rect-unit", type=number(0, lo_open=True), default=0.0254, help="metres per .rects/.circles unit (default: inches)")
+    b.add_argument("--seconds", type=number(0, lo_open=True), default=3.0)
+    b.add_argument("--angles", type=number(), nargs=2, default=(-80.0, -20.0), metavar=("MIN_DEG", "MAX_DEG"))
+    b.add_argument("--seed", type=integer(0), default=0)
+    b.add_argument("--out", type=output_folder, required=True)
+    b.set_defaults(func=run_batch_command, check=check_batch_command, stage="out")

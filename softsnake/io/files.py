@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -32,6 +33,28 @@ def ensure_writable_dir(path) -> Path:
             pass
     except OSError as e:
         raise ValueError(f"output folder {str(folder)!r} is not writable ({e.strerror or e})") from e
+    return folder
+
+
+def check_output_dir(path) -> Path:
+    """Check, without creating anything, that folder ``path`` exists or can be created and written: not empty, not a
+    regular file, no regular file among its parents, the nearest existing parent writable. ValueError otherwise."""
+    text = str(path)
+    if not text.strip():
+        raise ValueError("empty path")
+    folder = Path(text)
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"{text!r} exists and is not a folder")
+        parent = Path(os.path.abspath(folder))
+        while not parent.exists():
+            parent = parent.parent
+        if not parent.is_dir():
+            raise ValueError(f"{text!r} is under {str(parent)!r}, a file, not a folder")
+        with tempfile.TemporaryFile(dir=parent):  # probe: os.access() is wrong for root, ACLs and read-only mounts
+            pass
+    except OSError as e:
+        raise ValueError(f"{text!r} cannot be created or written ({e.strerror or e})") from None
     return folder
 
 
@@ -121,3 +144,59 @@ def save_figure_atomic(fig, path, **savefig_kwargs) -> Path:
     with atomic_path(final) as tmp:
         fig.savefig(tmp, **savefig_kwargs)
     return final
+
+
+def _publish_modes(folder: Path) -> None:
+    """Give everything under ``folder`` the modes an ordinary open()/mkdir() would (mkstemp/mkdtemp make 0600/0700)."""
+    mask = _umask()
+    os.chmod(folder, 0o777 & ~mask)
+    for root, dirs, files in os.walk(folder):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o777 & ~mask)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o666 & ~mask)
+
+
+@contextlib.contextmanager
+def staged_dir(path) -> Iterator[Path]:
+    """Yield an empty hidden staging folder for the outputs of folder ``path``; when the body ends normally its files
+    move into ``path`` (created if needed; files of the same name are replaced, other earlier contents are kept) with
+    the modes of ordinary files (0644 under umask 022). When the body raises (also KeyboardInterrupt) the staging folder
+    and any parent folders made for it are removed: ``path`` is left as it was, or not created.
+    """
+    final = Path(path)
+    absolute = Path(os.path.abspath(final))
+    made = []  # folders this call created, deepest last
+    if absolute.is_dir():
+        home, prefix = absolute, ".softsnake-partial-"
+    else:
+        home, prefix = absolute.parent, f".{absolute.name}.partial-"
+        missing = []
+        p = home
+        while not p.exists():
+            missing.append(p)
+            p = p.parent
+        for p in reversed(missing):
+            p.mkdir()
+            made.append(p)
+    stage = None
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=prefix, dir=home))
+        yield stage
+        _publish_modes(stage)
+        if home is absolute:
+            for entry in sorted(stage.iterdir()):
+                target = absolute / entry.name
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target)
+                os.replace(entry, target)
+            stage.rmdir()
+        else:
+            os.rename(stage, absolute)  # atomic: the folder appears complete or not at all
+    except BaseException:
+        if stage is not None:
+            shutil.rmtree(stage, ignore_errors=True)
+        for p in reversed(made):
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise

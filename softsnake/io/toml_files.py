@@ -9,11 +9,15 @@ from pathlib import Path
 def read_toml(path, what: str) -> dict:
     """Parsed TOML of ``path``; ``what`` names the file's role in the error ("solver config", ...).
 
-    Raises ValueError naming the file when it cannot be read or is not valid UTF-8 TOML."""
+    Raises ValueError naming the file when it is missing, a folder, unreadable, or not valid UTF-8 TOML."""
+    if not str(path):
+        raise ValueError(f"{what}: empty file name")
     p = Path(path)
     try:
-        return tomllib.loads(p.read_text())
+        return tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ValueError(f"cannot read {what} {str(p)!r}: {exc}") from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"malformed TOML in {str(p)!r}: {exc}") from exc
+        raise ValueError(f"cannot read {what} {str(p)!r}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{what} {str(p)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise ValueError(f"malformed TOML in {what} {str(p)!r}: {exc}") from None

@@ -122,22 +122,22 @@ class SnakeConfig:
 
     @classmethod
     def from_dict(cls, data: dict, *, source: str = "config") -> "SnakeConfig":
+        """Config from the tables of a TOML file (see :meth:`from_toml`); ValueError naming ``source``, the table and
+        the key for an unknown key, a value of the wrong type or out of range."""
+        from softsnake.io.user_files import check_fields, describe
+
+        if not isinstance(data, dict):
+            raise ValueError(f"{source} must be a table of settings, got {describe(data)}")
         data = dict(data)
-        table = dict(data.pop("snake", {}))
-        table.update({k: v for k, v in data.items() if k not in ("pneumatics", "solver")})
-        known = {f.name for f in dataclasses.fields(cls)} - {"pneumatics", "solver"}
-        for name, values, allowed in (("snake", table, known), ("pneumatics", data.get("pneumatics", {}), {f.name for f in dataclasses.fields(PneumaticsConfig)}), ("solver", data.get("solver", {}), {f.name for f in dataclasses.fields(SolverConfig)})):
-            if not isinstance(values, dict):
-                raise ValueError(f"[{name}] in {source} must be a table")
-            unknown = sorted(set(values) - allowed)
-            if unknown:
-                raise ValueError(f"unknown {name} setting(s) in {source}: {', '.join(unknown)}")
+        table = dict(check_fields(data.pop("snake", {}), cls, where=f"{source} [snake]", skip=("pneumatics", "solver")))
+        top = {k: v for k, v in data.items() if k not in ("pneumatics", "solver")}
+        table.update(check_fields(top, cls, where=source, skip=("pneumatics", "solver")))
+        pneu = check_fields(data.get("pneumatics", {}), PneumaticsConfig, where=f"{source} [pneumatics]")
+        solver = check_fields(data.get("solver", {}), SolverConfig, where=f"{source} [solver]")
         try:
-            pneu = PneumaticsConfig(**data.get("pneumatics", {}))
-            solver = dataclasses.replace(SolverConfig(diagnostics=False), **data.get("solver", {}))
-            return cls(**table, pneumatics=pneu, solver=solver)
-        except TypeError as exc:
-            raise ValueError(f"bad value in {source}: {exc}") from exc
+            return cls(**table, pneumatics=PneumaticsConfig(**pneu), solver=dataclasses.replace(SolverConfig(diagnostics=False), **solver))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{source}: {exc}") from None
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("pneumatics", "solver")}

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -129,54 +127,69 @@ class Environment:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "Environment":
-        """Build from a dict in the documented JSON format; raises ``ValueError`` naming the bad field."""
+    def from_json(cls, data: dict, *, source: str = "environment") -> "Environment":
+        """Build from a dict in the documented JSON format. ValueError naming ``source`` (the file) and the key for an
+        unknown key (a misspelt ``robot_lenght`` is not ignored), a value of the wrong type or shape, or bad geometry."""
+        from softsnake.io.user_files import check_keys, describe
+
         if not isinstance(data, dict):
-            raise ValueError("environment file must contain a JSON object")
+            raise ValueError(f"{source} must contain a JSON object, got {describe(data)}")
+        check_keys(data, JSON_KEYS, where=source)
+
+        def bad(key, expected):
+            return ValueError(f"{source}: '{key}' must be {expected}, got {describe(data[key])}")
+
+        def number(v):
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+        def point(v):
+            return isinstance(v, list) and len(v) == 2 and all(number(c) for c in v)
+
         if data.get("units", "m") != "m":
-            raise ValueError(f"environment units must be 'm', got {data.get('units')!r}")
-        if "obstacles" not in data or not isinstance(data["obstacles"], list):
-            raise ValueError("environment file needs an 'obstacles' list of vertex lists")
+            raise bad("units", '"m"')
+        if not isinstance(data.get("obstacles"), list):
+            raise ValueError(f"{source}: needs an 'obstacles' list of vertex lists" + (f", got {describe(data['obstacles'])}" if "obstacles" in data else ""))
+        for i, o in enumerate(data["obstacles"]):
+            if not isinstance(o, list) or not all(point(v) for v in o):
+                raise ValueError(f"{source}: 'obstacles' entry {i} must be a list of [x, y] number pairs, got {describe(o)}")
         kw = {}
-        for key, name in (("robot_radius", "robot_radius"), ("robot_length", "robot_length"), ("friction", "friction")):
+        for key in ("robot_radius", "robot_length", "friction"):
             if key in data:
-                try:
-                    kw[name] = float(data[key])
-                except (TypeError, ValueError):
-                    raise ValueError(f"'{key}' must be a number, got {data[key]!r}") from None
+                if not number(data[key]):
+                    raise bad(key, "a finite number")
+                kw[key] = float(data[key])
         if "boundary" in data:
+            if not (isinstance(data["boundary"], list) and len(data["boundary"]) == 4 and all(number(v) for v in data["boundary"])):
+                raise bad("boundary", "[xmin, ymin, xmax, ymax] (4 numbers)")
             kw["boundary"] = tuple(data["boundary"])
         if "launch_positions" in data:
+            if not (isinstance(data["launch_positions"], list) and data["launch_positions"] and all(point(p) for p in data["launch_positions"])):
+                raise bad("launch_positions", "a non-empty list of [x, y] number pairs")
             kw["launches"] = [tuple(p) for p in data["launch_positions"]]
-        return cls(obstacles=list(data["obstacles"]), **kw)
+        try:
+            return cls(obstacles=list(data["obstacles"]), **kw)
+        except ValueError as exc:
+            raise ValueError(f"{source}: {exc}") from None
+
+
+#: the keys of an environment JSON file
+JSON_KEYS = ("units", "boundary", "obstacles", "launch_positions", "robot_radius", "robot_length", "friction")
 
 
 def write_atomic(path: str, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same directory and ``os.replace``."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
+    """Write ``data`` to ``path`` atomically, with an ordinary file's mode (``softsnake.io.files.atomic_path``)."""
+    from softsnake.io.files import atomic_path
+
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
             fh.write(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def load_environment(path: str) -> Environment:
-    """Read an environment JSON file; unreadable or malformed files raise ``ValueError``/``FileNotFoundError``."""
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"environment file not found: {path}")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"environment file {path} is not valid JSON: {exc}") from None
-    except IsADirectoryError:
-        raise ValueError(f"environment file {path} is a directory") from None
-    return Environment.from_json(data)
+    """Read an environment JSON file; ValueError naming the file (and the key) when it is missing or malformed."""
+    from softsnake.io.user_files import read_json
+
+    return Environment.from_json(read_json(path, "environment file"), source=str(path))
 
 
 def save_environment(env: Environment, path: str) -> None:
