@@ -6,6 +6,8 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+PSI = 6894.757  # Pa per psi
+
 
 def linear_tet_stiffness(vertices: np.ndarray, tets: np.ndarray, youngs: float, nu: float) -> sp.csr_matrix:
     """Global stiffness K of constant-strain tets (standard B-matrix formulation, engineering shear strains)."""
@@ -60,3 +62,72 @@ def cantilever_tip_deflection(length, width, depth, youngs, nu, density, g) -> f
     shear_modulus = youngs / (2 * (1 + nu))
     kappa = 10 * (1 + nu) / (12 + 11 * nu)  # rectangular section (Cowper)
     return q * length**4 / (8 * youngs * inertia) + q * length**2 / (2 * kappa * shear_modulus * area)
+
+
+def link_static_curvature(config, pressure_psi: float) -> float:
+    """Static curvature [1/m] of one free soft link (``robots.snake_link`` mesh and constraint families) with chamber 0
+    at gauge ``pressure_psi`` (chamber 1 for a negative value), from one sparse direct solve of the linearised model:
+    linear tets (E, ν of ``config``), the layer and perimeter rows as hard linear constraints (Lagrange multipliers),
+    the actuation rows as springs of stiffness 1/compliance whose rest length is scaled by ε(p) = 1 + p/Y (Eq. 4).
+    The first cross-section is clamped and the last one moves as a rigid body (the carriages' attachments); no
+    gravity, no ground. Curvature = yaw of the last section / link length, as ``SnakeSim.curvatures`` measures it."""
+    from softsnake.robots.snake_link import link_mesh
+
+    c = config
+    mesh = link_mesh(c.link_length, c.link_radius, c.sections, c.inner_ring)
+    X = np.asarray(mesh.vertices, dtype=np.float64)
+    n = len(X)
+    K = linear_tet_stiffness(X, mesh.tets, c.youngs_modulus, c.poisson_ratio)
+    # reduced coordinates: free particles of the inner sections (3 each) + the rigid motion (t, ω) of the last section
+    last = int(mesh.section.max())
+    inner = np.nonzero((mesh.section > 0) & (mesh.section < last))[0]
+    tip = np.nonzero(mesh.section == last)[0]
+    centre = X[tip].mean(axis=0)
+    m = 3 * len(inner) + 6
+    rows, cols, vals = [], [], []
+    for k, i in enumerate(inner):
+        for d in range(3):
+            rows.append(3 * i + d), cols.append(3 * k + d), vals.append(1.0)
+    base = 3 * len(inner)
+    for i in tip:
+        r = X[i] - centre
+        cross = np.array([[0.0, r[2], -r[1]], [-r[2], 0.0, r[0]], [r[1], -r[0], 0.0]])  # u = t + ω × r = t + cross·ω
+        for d in range(3):
+            rows.append(3 * i + d), cols.append(base + d), vals.append(1.0)
+            for e in range(3):
+                if cross[d, e] != 0.0:
+                    rows.append(3 * i + d), cols.append(base + 3 + e), vals.append(cross[d, e])
+    T = sp.csr_matrix((vals, (rows, cols)), shape=(3 * n, m))
+
+    def pair_rows(pairs):
+        """(k, 3n) rows e_abᵀ(u_b − u_a): the linearised length change of each pair, and the rest lengths."""
+        pairs = np.asarray(pairs)
+        d = X[pairs[:, 1]] - X[pairs[:, 0]]
+        length = np.linalg.norm(d, axis=1)
+        e = d / length[:, None]
+        k = np.arange(len(pairs))
+        r = np.repeat(k, 6)
+        cidx = np.concatenate([3 * pairs[:, 0:1] + np.arange(3), 3 * pairs[:, 1:2] + np.arange(3)], axis=1).ravel()
+        v = np.concatenate([-e, e], axis=1).ravel()
+        return sp.csr_matrix((v, (r, cidx)), shape=(len(pairs), 3 * n)), length
+
+    segment = c.link_length / (c.sections - 1)
+    lines = int(np.count_nonzero(mesh.actuation_chamber == 0)) // (c.sections - 1)
+    k_act = c.chamber_area * c.youngs_modulus / (segment * lines)  # 1 / actuation compliance (robots.snake)
+    G, length = pair_rows(mesh.actuation_pairs)
+    p = float(pressure_psi) * PSI
+    active = 0 if p >= 0 else 1
+    stretch = np.where(mesh.actuation_chamber == active, abs(p) / c.youngs_modulus, 0.0) * length
+    K_total = K + k_act * (G.T @ G)
+    f = k_act * (G.T @ stretch)
+    H, _ = pair_rows(np.concatenate([mesh.layer_pairs, mesh.perimeter_pairs]))
+    Kr = (T.T @ K_total @ T).tocsc()
+    Hr = (H @ T).tocsc()
+    # hard rows as [K Hᵀ; H −αI] with α = 1e-9 of an actuation row's compliance: regularises rows that the clamp or the
+    # rigid end make empty or redundant, and changes the answer by ~1e-9 relative
+    alpha = 1e-9 / k_act
+    kkt = sp.bmat([[Kr, Hr.T], [Hr, -alpha * sp.identity(Hr.shape[0])]], format="csc")
+    rhs = np.concatenate([T.T @ f, np.zeros(Hr.shape[0])])
+    sol = spla.spsolve(kkt, rhs)
+    return float(sol[base + 5]) / c.link_length
+
