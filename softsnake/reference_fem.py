@@ -71,6 +71,7 @@ def link_static_curvature(config, pressure_psi: float) -> float:
     the actuation rows as springs of stiffness 1/compliance whose rest length is scaled by ε(p) = 1 + p/Y (Eq. 4).
     The first cross-section is clamped and the last one moves as a rigid body (the carriages' attachments); no
     gravity, no ground. Curvature = yaw of the last section / link length, as ``SnakeSim.curvatures`` measures it."""
+    from softsnake.robots.snake import actuation_compliance
     from softsnake.robots.snake_link import link_mesh
 
     c = config
@@ -111,9 +112,7 @@ def link_static_curvature(config, pressure_psi: float) -> float:
         v = np.concatenate([-e, e], axis=1).ravel()
         return sp.csr_matrix((v, (r, cidx)), shape=(len(pairs), 3 * n)), length
 
-    segment = c.link_length / (c.sections - 1)
-    lines = int(np.count_nonzero(mesh.actuation_chamber == 0)) // (c.sections - 1)
-    k_act = c.chamber_area * c.youngs_modulus / (segment * lines)  # 1 / actuation compliance (robots.snake)
+    k_act = 1.0 / actuation_compliance(c, mesh)
     G, length = pair_rows(mesh.actuation_pairs)
     p = float(pressure_psi) * PSI
     active = 0 if p >= 0 else 1

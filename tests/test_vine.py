@@ -147,18 +147,10 @@ def test_bad_config_values_raise_clear_errors():
 
 def test_bad_files_raise_clear_errors(tmp_path):
     f = tmp_path / "bad.rects"
-    f.write_text("1 2 3\n")
-    with pytest.raises(ValueError, match="expected 4 numbers"):
-        read_rects(f)
-    f.write_text("1 2 3 x\n")
-    with pytest.raises(ValueError, match="not a number"):
-        read_rects(f)
-    f.write_text("1 2 -3 4\n")
-    with pytest.raises(ValueError, match="width and height must be > 0"):
-        read_rects(f)
-    f.write_text("# nothing\n")
-    with pytest.raises(ValueError, match="no rectangles"):
-        read_rects(f)
+    for text, message in (("1 2 3\n", "expected 4 numbers"), ("1 2 3 x\n", "not a number"), ("1 2 -3 4\n", "width and height must be > 0"), ("# nothing\n", "no rectangles")):
+        f.write_text(text)
+        with pytest.raises(ValueError, match=message):
+            read_rects(f)
     with pytest.raises(ValueError, match="cannot read"):
         read_rects(tmp_path / "missing.rects")
     with pytest.raises(ValueError, match="does not exist"):

@@ -173,6 +173,14 @@ class SnakeLayout:
     counts: dict
 
 
+def actuation_compliance(config: SnakeConfig, mesh: LinkMesh) -> float:
+    """Compliance [m/N] of one actuation constraint: one chamber's actuation constraints in parallel have stiffness
+    A_c·Y per segment, so each has k = A_c·Y / (lines·segment) (Eq. 4)."""
+    segment = config.link_length / (config.sections - 1)
+    lines = int(np.count_nonzero(mesh.actuation_chamber == 0)) // (config.sections - 1)
+    return segment * lines / (config.chamber_area * config.youngs_modulus)
+
+
 def build_snake(config: SnakeConfig) -> tuple[ModelBuilder, SnakeLayout]:
     """A builder holding one snake on a ground plane (μ = config.mu). The snake lies along +x, carriage 0 at the
     tail end (x = 0) … carriage ``links`` at the head; link i joins carriage i and i+1."""
@@ -199,10 +207,7 @@ def build_snake(config: SnakeConfig) -> tuple[ModelBuilder, SnakeLayout]:
             drive = dict(target_velocity=0.0, damping=c.wheel_damping) if c.wheel_damping > 0 else {}
             b.add_joint_revolute(body, wheel, (x, y, z0), (0.0, 1.0, 0.0), **drive)
             wheels.append(wheel)
-    segment = c.link_length / (c.sections - 1)
-    lines = int(np.count_nonzero(mesh.actuation_chamber == 0)) // (c.sections - 1)
-    # one chamber's actuation constraints in parallel have stiffness A_c·Y per segment → each k = A_c·Y/(lines·r)
-    actuation_compliance = segment * lines / (c.chamber_area * c.youngs_modulus)
+    act_compliance = actuation_compliance(c, mesh)
     link_particles, chamber = [], []
     for i in range(c.links):
         x0 = i * pitch + c.carriage_length
@@ -213,7 +218,7 @@ def build_snake(config: SnakeConfig) -> tuple[ModelBuilder, SnakeLayout]:
                 b.add_distance(int(ids[a]), int(ids[d]), compliance=compliance)
                 chamber.append(-1)
         for (a, d), ch in zip(mesh.actuation_pairs, mesh.actuation_chamber):
-            b.add_distance(int(ids[a]), int(ids[d]), compliance=actuation_compliance)
+            b.add_distance(int(ids[a]), int(ids[d]), compliance=act_compliance)
             chamber.append(2 * i + int(ch))
         last = mesh.section.max()
         for v in np.nonzero(mesh.section == 0)[0]:
