@@ -23,6 +23,7 @@ from .tet import (
     tet_strain,
 )
 from .data import ContactSettings, Jacobian, ModelData, load6
+from .primal import tet_constitutive_multiplier
 from .types import vec6
 
 
@@ -34,6 +35,7 @@ def assemble_rows(
     h: float,
     newton_iteration: int,
     linearise: int,
+    primal_fem: int,
     # State in:
     x_start: wp.array(dtype=wp.vec3),
     v_lin: wp.array(dtype=wp.vec3),
@@ -125,6 +127,24 @@ def assemble_rows(
         scale = inv_hb / (h * m.tet_volume[t] * m.tet_youngs[t])
         nu = m.tet_poisson[t]
         row0 = rbase + m.distance_count + 6 * t
+        if primal_fem != 0:
+            # primal FEM (kernels/primal.py): the tet's impulse is the constitutive one at this iterate, its rows are
+            # eliminated (identity rows, zero right-hand side) and its stiffness enters the particle system
+            rate = vec6()
+            for r in range(6):
+                jv_r = (
+                    wp.dot(tet_row_gradient(R, B, r, 0), v0)
+                    + wp.dot(tet_row_gradient(R, B, r, 1), v1)
+                    + wp.dot(tet_row_gradient(R, B, r, 2), v2)
+                    + wp.dot(tet_row_gradient(R, B, r, 3), v3)
+                )
+                rate[r] = (strain[r] + beta * jv_r) * inv_hb
+            lam_t = tet_constitutive_multiplier(rate, nu, m.tet_youngs[t], m.tet_volume[t], h, beta)
+            for r in range(6):
+                lam[row0 + r] = lam_t[r]
+                rhs[row0 + r] = 0.0
+                diag[row0 + r] = 1.0
+            return
         clam = tet_compliance_times(load6(lam, row0), nu, scale)
         i0 = m.particle_inv_mass[idx[0]]
         i1 = m.particle_inv_mass[idx[1]]

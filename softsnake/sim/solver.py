@@ -82,6 +82,12 @@ class SolverConfig:
     on_nonfinite: str = "raise"
     #: capture the step as a CUDA graph on GPU devices
     cuda_graph: bool = True
+    #: "primal": tets are elastic forces of the positions and each Newton iteration solves the saddle-point system of
+    #: particle velocities and the other rows' multipliers with two-level-preconditioned MINRES (notes §11);
+    #: "dual": tets are compliant rows like the others, solved with Jacobi-PCR on the multipliers
+    fem: str = "dual"
+    #: coarse-grid cells along each soft body's longest axis for the primal preconditioner (0: Jacobi only)
+    coarse_cells: int = 4
 
     def __post_init__(self):
         for name in ("newton_iterations", "linear_iterations"):
@@ -92,6 +98,10 @@ class SolverConfig:
             v = float(getattr(self, name))
             if not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number ≥ 0, got {getattr(self, name)!r}")
+        if self.fem not in ("primal", "dual"):
+            raise ValueError(f"fem must be 'primal' or 'dual', got {self.fem!r}")
+        if isinstance(self.coarse_cells, bool) or int(self.coarse_cells) != self.coarse_cells or self.coarse_cells < 0:
+            raise ValueError(f"coarse_cells must be an integer ≥ 0, got {self.coarse_cells!r}")
         if self.on_nonfinite not in ("raise", "flag"):
             raise ValueError(f"on_nonfinite must be 'raise' or 'flag', got {self.on_nonfinite!r}")
 
@@ -149,6 +159,13 @@ class Solver:
         self.block_dim = (1024 if model.worlds < 64 else 256) if model.device.is_cuda else 1
         self._allocate()
         self.diverged_worlds: set[int] = set()
+        self._primal = None
+        self._assembly_data = model.data
+        if cfg.fem == "primal" and model.tet_count > 0:
+            from .primal import PrimalStep
+
+            self._primal = PrimalStep(self)
+            self._assembly_data = self._primal.data_eff
 
     # ----------------------------------------------------------------- buffers
     def _allocate(self):
@@ -310,7 +327,7 @@ class Solver:
             wp.launch(
                 kbc.assemble_particle_body_contacts,
                 dim=m.worlds * m.particle_body_count,
-                inputs=[m.data, m.body_data, self.contact_settings, self.dt, newton_iteration, linearise, self.x_start, self.v_start, self.v, self.body_x_start, self.body_v_start, self.body_v, self.particle_body_lam_n_prev],
+                inputs=[self._assembly_data, m.body_data, self.contact_settings, self.dt, newton_iteration, linearise, self.x_start, self.v_start, self.v, self.body_x_start, self.body_v_start, self.body_v, self.particle_body_lam_n_prev],
                 outputs=[self.lam, self.jac, self.rhs, self.diag, residual],
                 device=m.device,
             )
@@ -318,7 +335,7 @@ class Solver:
             wp.launch(
                 kbc.assemble_body_contacts,
                 dim=m.worlds * m.body_contact_count,
-                inputs=[m.data, m.body_data, self.contact_settings, self.dt, newton_iteration, linearise, self.body_x_start, self.body_v_start, self.body_v, self.body_contact_lam_n_prev],
+                inputs=[self._assembly_data, m.body_data, self.contact_settings, self.dt, newton_iteration, linearise, self.body_x_start, self.body_v_start, self.body_v, self.body_contact_lam_n_prev],
                 outputs=[self.lam, self.bjac, self.jac.row_compliance, self.rhs, self.diag, residual],
                 device=m.device,
             )
@@ -328,14 +345,14 @@ class Solver:
             wp.launch(
                 krigid.assemble_body_rows,
                 dim=m.worlds * (m.attachment_count + m.joint_count),
-                inputs=[m.data, m.body_data, self.dt, self.x_start, self.v, self.body_x_start, self.body_v, self.lam],
+                inputs=[self._assembly_data, m.body_data, self.dt, self.x_start, self.v, self.body_x_start, self.body_v, self.lam],
                 outputs=[self.bjac, self.jac.row_compliance, self.rhs, self.diag, residual],
                 device=m.device,
             )
         wp.launch(
             kschur.assemble_rows,
             dim=m.worlds * m.element_count,
-            inputs=[m.data, self.contact_settings, self.dt, newton_iteration, linearise, self.x_start, self.v_start, self.v, scale, self.contact_lam_n_prev],
+            inputs=[self._assembly_data, self.contact_settings, self.dt, newton_iteration, linearise, 1 if self._primal is not None else 0, self.x_start, self.v_start, self.v, scale, self.contact_lam_n_prev],
             outputs=[self.lam, self.jac, self.rhs, self.diag, residual],
             device=m.device,
         )
@@ -376,6 +393,11 @@ class Solver:
         # step's Jacobians, which stay fixed for the step, so v = ṽ + M⁻¹Jᵀλ holds from the first iteration on and a
         # body at rest in equilibrium starts the step at zero residual
         self._assemble(0, scale, self._scratch_res, linearise=1)
+        if self._primal is not None:
+            self._primal.launch_step(scale)
+            self._project_cones(N - 1)
+            self._finalize(state)
+            return
         if cfg.warm_start > 0.0 and cfg.warm_start_scaled:
             # Contact impulses are applied as carried. The bilateral ones are applied as s·λ with the s ∈ [0, 1]
             # that minimises the P-norm of the first residual along them (φ(s) = φ₀ + s·Aλ, exact for linear rows): a

@@ -1,0 +1,264 @@
+"""Preconditioned MINRES for the symmetric saddle-point system of the primal FEM step (kernels/primal.py).
+
+Paige & Saunders (1975), in the form of scipy.sparse.linalg.minres: a Lanczos recurrence with the preconditioner's inner
+product and Givens rotations that minimise the residual norm over the Krylov space. It needs only a symmetric operator
+(the saddle system is indefinite, so CG and CR do not apply) and a symmetric positive-definite preconditioner.
+
+Every vector is a pair (particle part vec3 per world·particle, row part float per world·row). Vector kernels are tiled
+launches with one block per world, like kernels/pcr.py: per-world scalars, fixed summation order, no atomics, so worlds
+never influence each other and results are reproducible. The recurrence scalars of world w live in
+``sc[w·SLOTS + slot]``.
+"""
+
+import warp as wp
+
+SLOTS = 13
+BETA, OLDB, ALFA, DBAR, EPS, OLDEPS, CS, SN, PHIBAR, PHI, DELTA, GAMMA, BETA1 = range(13)
+
+
+@wp.kernel
+def minres_start(
+    particles: int,
+    rows: int,
+    bv: wp.array(dtype=wp.vec3),
+    bl: wp.array(dtype=float),
+    yv: wp.array(dtype=wp.vec3),
+    yl: wp.array(dtype=float),
+    xv: wp.array(dtype=wp.vec3),
+    xl: wp.array(dtype=float),
+    r1v: wp.array(dtype=wp.vec3),
+    r1l: wp.array(dtype=float),
+    r2v: wp.array(dtype=wp.vec3),
+    r2l: wp.array(dtype=float),
+    wv: wp.array(dtype=wp.vec3),
+    wl: wp.array(dtype=float),
+    w2v: wp.array(dtype=wp.vec3),
+    w2l: wp.array(dtype=float),
+    dots: wp.array(dtype=float),
+):
+    """x = 0, r1 = r2 = b, w = w2 = 0 (y = P b on entry); dots[w] = b·P·b."""
+    w, lane = wp.tid()
+    acc = float(0.0)
+    for k in range(lane, particles, wp.block_dim()):
+        i = w * particles + k
+        b = bv[i]
+        xv[i] = wp.vec3()
+        r1v[i] = b
+        r2v[i] = b
+        wv[i] = wp.vec3()
+        w2v[i] = wp.vec3()
+        acc += wp.dot(b, yv[i])
+    for k in range(lane, rows, wp.block_dim()):
+        i = w * rows + k
+        b_ = bl[i]
+        xl[i] = 0.0
+        r1l[i] = b_
+        r2l[i] = b_
+        wl[i] = 0.0
+        w2l[i] = 0.0
+        acc += b_ * yl[i]
+    wp.tile_store(dots, wp.tile_sum(wp.tile(acc)), offset=w)
+
+
+@wp.kernel
+def minres_init_scalars(dots: wp.array(dtype=float), sc: wp.array(dtype=float)):
+    """β₁ = √(b·P·b) and the Givens state of the first iteration."""
+    w = wp.tid()
+    base = w * SLOTS
+    beta1 = wp.sqrt(wp.max(dots[w], 0.0))
+    for s in range(SLOTS):
+        sc[base + s] = 0.0
+    sc[base + BETA] = beta1
+    sc[base + BETA1] = beta1
+    sc[base + PHIBAR] = beta1
+    sc[base + CS] = -1.0
+
+
+@wp.kernel
+def minres_scale(
+    particles: int,
+    rows: int,
+    sc: wp.array(dtype=float),
+    yv: wp.array(dtype=wp.vec3),
+    yl: wp.array(dtype=float),
+    vv: wp.array(dtype=wp.vec3),
+    vl: wp.array(dtype=float),
+):
+    """v = y/β (the next Lanczos vector; 0 once β vanished)."""
+    w, lane = wp.tid()
+    beta = sc[w * SLOTS + BETA]
+    s = float(0.0)
+    if beta > 1.0e-30 * sc[w * SLOTS + BETA1] and beta > 0.0:
+        s = 1.0 / beta
+    for k in range(lane, particles, wp.block_dim()):
+        i = w * particles + k
+        vv[i] = yv[i] * s
+    for k in range(lane, rows, wp.block_dim()):
+        i = w * rows + k
+        vl[i] = yl[i] * s
+
+
+@wp.kernel
+def minres_alfa(
+    particles: int,
+    rows: int,
+    k_iter: int,
+    sc: wp.array(dtype=float),
+    vv: wp.array(dtype=wp.vec3),
+    vl: wp.array(dtype=float),
+    r1v: wp.array(dtype=wp.vec3),
+    r1l: wp.array(dtype=float),
+    yv: wp.array(dtype=wp.vec3),
+    yl: wp.array(dtype=float),
+    dots: wp.array(dtype=float),
+):
+    """y −= (β/β_old)·r1 (from the second iteration on); dots[w] = v·y = α."""
+    w, lane = wp.tid()
+    c = float(0.0)
+    oldb = sc[w * SLOTS + OLDB]
+    if k_iter > 0 and oldb > 0.0:
+        c = sc[w * SLOTS + BETA] / oldb
+    acc = float(0.0)
+    for k in range(lane, particles, wp.block_dim()):
+        i = w * particles + k
+        y = yv[i] - r1v[i] * c
+        yv[i] = y
+        acc += wp.dot(vv[i], y)
+    for k in range(lane, rows, wp.block_dim()):
+        i = w * rows + k
+        y_ = yl[i] - r1l[i] * c
+        yl[i] = y_
+        acc += vl[i] * y_
+    wp.tile_store(dots, wp.tile_sum(wp.tile(acc)), offset=w)
+
+
+@wp.kernel
+def minres_lanczos(
+    particles: int,
+    rows: int,
+    dots: wp.array(dtype=float),
+    sc: wp.array(dtype=float),
+    yv: wp.array(dtype=wp.vec3),
+    yl: wp.array(dtype=float),
+    r1v: wp.array(dtype=wp.vec3),
+    r1l: wp.array(dtype=float),
+    r2v: wp.array(dtype=wp.vec3),
+    r2l: wp.array(dtype=float),
+):
+    """y −= (α/β)·r2; r1 = r2; r2 = y."""
+    w, lane = wp.tid()
+    beta = sc[w * SLOTS + BETA]
+    c = float(0.0)
+    if beta > 0.0:
+        c = dots[w] / beta
+    for k in range(lane, particles, wp.block_dim()):
+        i = w * particles + k
+        y = yv[i] - r2v[i] * c
+        r1v[i] = r2v[i]
+        r2v[i] = y
+        yv[i] = y
+    for k in range(lane, rows, wp.block_dim()):
+        i = w * rows + k
+        y_ = yl[i] - r2l[i] * c
+        r1l[i] = r2l[i]
+        r2l[i] = y_
+        yl[i] = y_
+
+
+@wp.kernel
+def minres_dot(
+    particles: int,
+    rows: int,
+    av: wp.array(dtype=wp.vec3),
+    al: wp.array(dtype=float),
+    bv: wp.array(dtype=wp.vec3),
+    bl: wp.array(dtype=float),
+    dots: wp.array(dtype=float),
+):
+    """dots[w] = a·b over both parts of world w."""
+    w, lane = wp.tid()
+    acc = float(0.0)
+    for k in range(lane, particles, wp.block_dim()):
+        i = w * particles + k
+        acc += wp.dot(av[i], bv[i])
+    for k in range(lane, rows, wp.block_dim()):
+        i = w * rows + k
+        acc += al[i] * bl[i]
+    wp.tile_store(dots, wp.tile_sum(wp.tile(acc)), offset=w)
+
+
+@wp.kernel
+def minres_givens(alfa: wp.array(dtype=float), beta_sq: wp.array(dtype=float), sc: wp.array(dtype=float)):
+    """The QR update of the Lanczos tridiagonal (one Givens rotation) and the step length φ of this iteration."""
+    w = wp.tid()
+    base = w * SLOTS
+    a = alfa[w]
+    beta_old = sc[base + BETA]
+    beta = wp.sqrt(wp.max(beta_sq[w], 0.0))
+    cs = sc[base + CS]
+    sn = sc[base + SN]
+    dbar = sc[base + DBAR]
+    sc[base + ALFA] = a
+    sc[base + OLDB] = beta_old
+    sc[base + BETA] = beta
+    sc[base + OLDEPS] = sc[base + EPS]
+    sc[base + DELTA] = cs * dbar + sn * a
+    gbar = sn * dbar - cs * a
+    sc[base + EPS] = sn * beta
+    sc[base + DBAR] = -cs * beta
+    gamma = wp.sqrt(gbar * gbar + beta * beta)
+    if beta_old <= 0.0 or gamma <= 0.0:
+        # the world's solve had already converged (or its right-hand side was zero): no update
+        sc[base + GAMMA] = 1.0
+        sc[base + PHI] = 0.0
+        sc[base + CS] = cs
+        sc[base + SN] = 0.0
+        sc[base + PHIBAR] = 0.0
+        return
+    cs = gbar / gamma
+    sn = beta / gamma
+    sc[base + GAMMA] = gamma
+    sc[base + CS] = cs
+    sc[base + SN] = sn
+    phibar = sc[base + PHIBAR]
+    sc[base + PHI] = cs * phibar
+    sc[base + PHIBAR] = sn * phibar
+
+
+@wp.kernel
+def minres_step(
+    particles: int,
+    rows: int,
+    sc: wp.array(dtype=float),
+    vv: wp.array(dtype=wp.vec3),
+    vl: wp.array(dtype=float),
+    wv: wp.array(dtype=wp.vec3),
+    wl: wp.array(dtype=float),
+    w2v: wp.array(dtype=wp.vec3),
+    w2l: wp.array(dtype=float),
+    xv: wp.array(dtype=wp.vec3),
+    xl: wp.array(dtype=float),
+):
+    """w_new = (v − ε_old·w1 − δ·w2)/γ with w1 = w2_old, w2 = w_old; x += φ·w_new."""
+    w, lane = wp.tid()
+    base = w * SLOTS
+    oldeps = sc[base + OLDEPS]
+    delta = sc[base + DELTA]
+    ginv = 1.0 / sc[base + GAMMA]
+    phi = sc[base + PHI]
+    for k in range(lane, particles, wp.block_dim()):
+        i = w * particles + k
+        w1 = w2v[i]
+        w2 = wv[i]
+        wn = (vv[i] - w1 * oldeps - w2 * delta) * ginv
+        w2v[i] = w2
+        wv[i] = wn
+        xv[i] = xv[i] + wn * phi
+    for k in range(lane, rows, wp.block_dim()):
+        i = w * rows + k
+        w1_ = w2l[i]
+        w2_ = wl[i]
+        wn_ = (vl[i] - w1_ * oldeps - w2_ * delta) * ginv
+        w2l[i] = w2_
+        wl[i] = wn_
+        xl[i] = xl[i] + wn_ * phi

@@ -1,0 +1,311 @@
+"""Primal FEM (solver notes §11): tets as elastic forces of the positions, eliminated from the multiplier system.
+
+With the tet rows eliminated (λ_t = −C_t⁻¹·(c_t + β J_t v)/(h + β), the value that zeroes the row, C_t = E_t/(h(h+β))),
+every Newton iteration solves the symmetric saddle-point system
+
+    [ A    −J_pᵀ ] [Δv]   [−r_v   ]        A = M + Σ_t J_tᵀ C_t⁻¹ J_t,  r_v = M(v − ṽ) − Jᵀλ,
+    [ −J_p  −S   ] [Δλ] = [−rhs   ]        S = J_b M_b⁻¹ J_bᵀ + C  (bodies eliminated as before),
+
+for the particle velocities and the multipliers of every other row (contacts, distances, attachments, joints). The elastic
+stress is always the constitutive one at the current positions, so a body at rest in equilibrium has zero residual
+whatever the history of truncated linear solves, and the preconditioner can work on displacements (two-level: Jacobi
+plus a trilinear coarse grid per soft body, coarse_space.py), where long stiff bodies converge in a few iterations.
+"""
+
+import warp as wp
+
+from .data import Jacobian, ModelData
+from .tet import tet_row_gradient, tet_stiffness_times
+from .types import vec6
+
+
+@wp.func
+def tet_constitutive_multiplier(strain_rate: vec6, nu: float, youngs: float, volume: float, h: float, beta: float) -> vec6:
+    """λ_t = −C_t⁻¹·φ₀ with C_t⁻¹ = h(h+β)·V·D (kernels/tet.py): the impulse that zeroes the tet's rows."""
+    s = tet_stiffness_times(strain_rate, nu, youngs)
+    return -(h * (h + beta) * volume) * s
+
+
+@wp.kernel
+def tet_stiffness_product(
+    m: ModelData,
+    jac: Jacobian,
+    h: float,
+    xv: wp.array(dtype=wp.vec3),
+    # Out:
+    s: wp.array(dtype=float),
+):
+    """s_t = −C_t⁻¹ J_t xv on the tet rows (scatter_impulses then gives −Σ J_tᵀ C_t⁻¹ J_t xv = −K·xv)."""
+    tid = wp.tid()
+    w = tid // m.tet_count
+    t = tid - w * m.tet_count
+    idx = m.tet_indices[t]
+    B = m.tet_rest_inverse[t]
+    R = jac.tet_rotation[tid]
+    pbase = w * m.particle_count
+    x0 = xv[pbase + idx[0]]
+    x1 = xv[pbase + idx[1]]
+    x2 = xv[pbase + idx[2]]
+    x3 = xv[pbase + idx[3]]
+    jx = vec6()
+    for r in range(6):
+        jx[r] = (
+            wp.dot(tet_row_gradient(R, B, r, 0), x0)
+            + wp.dot(tet_row_gradient(R, B, r, 1), x1)
+            + wp.dot(tet_row_gradient(R, B, r, 2), x2)
+            + wp.dot(tet_row_gradient(R, B, r, 3), x3)
+        )
+    lam = tet_constitutive_multiplier(jx, m.tet_poisson[t], m.tet_youngs[t], m.tet_volume[t], h, m.tet_damping[t])
+    row0 = w * m.row_count + m.distance_count + 6 * t
+    for r in range(6):
+        s[row0 + r] = lam[r]
+
+
+@wp.kernel
+def particle_system_top(
+    particles_per_world: int,
+    mass: wp.array(dtype=float),
+    xv: wp.array(dtype=wp.vec3),
+    impulse: wp.array(dtype=wp.vec3),
+    # Out:
+    yv: wp.array(dtype=wp.vec3),
+    mass_xv: wp.array(dtype=wp.vec3),
+):
+    """yv = M xv − impulse (impulse = Jᵀs from the tet product and the row part), identity for kinematic particles;
+    mass_xv = M xv, which the row gathers turn back into xv (they multiply by M⁻¹)."""
+    tid = wp.tid()
+    m = mass[tid % particles_per_world]
+    if m > 0.0:
+        yv[tid] = xv[tid] * m - impulse[tid]
+        mass_xv[tid] = xv[tid] * m
+    else:
+        yv[tid] = xv[tid]
+        mass_xv[tid] = wp.vec3()
+
+
+@wp.kernel
+def negate_rows(rows_per_world: int, tet_row_start: int, tet_row_end: int, g: wp.array(dtype=float), y: wp.array(dtype=float)):
+    """y = −g on the multiplier rows, 0 on the (eliminated) tet rows."""
+    i = wp.tid()
+    r = i % rows_per_world
+    if r >= tet_row_start and r < tet_row_end:
+        y[i] = 0.0
+    else:
+        y[i] = -g[i]
+
+
+@wp.kernel
+def particle_residual(
+    particles_per_world: int,
+    mass: wp.array(dtype=float),
+    diag: wp.array(dtype=float),
+    v: wp.array(dtype=wp.vec3),
+    v_pred: wp.array(dtype=wp.vec3),
+    impulse: wp.array(dtype=wp.vec3),
+    # Out:
+    bv: wp.array(dtype=wp.vec3),
+    residual_sq: wp.array(dtype=float),
+):
+    """bv = −r_v = Jᵀλ − M(v − ṽ) (0 for kinematic particles); residual_sq[w] += Σ |r_v/A_pp|², the velocity change
+    a Jacobi step would make [m/s] (r_v/m would be dominated by the float32 round-off of the stiff elastic impulses; tiled:
+    one block per world, fixed summation order)."""
+    w, lane = wp.tid()
+    acc = float(0.0)
+    for k in range(lane, particles_per_world, wp.block_dim()):
+        i = w * particles_per_world + k
+        mk = mass[k]
+        b = wp.vec3()
+        if mk > 0.0:
+            b = impulse[i] - (v[i] - v_pred[i]) * mk
+            acc += wp.dot(b, b) / (diag[k] * diag[k])
+        bv[i] = b
+    # added to the rows' part that the assembly accumulated
+    wp.tile_atomic_add(residual_sq, wp.tile_sum(wp.tile(acc)), offset=w)
+
+
+@wp.kernel
+def rows_rhs(rows_per_world: int, tet_row_start: int, tet_row_end: int, rhs: wp.array(dtype=float), b: wp.array(dtype=float)):
+    """Saddle right-hand side of the multiplier rows: −rhs (= φ), 0 on tet rows."""
+    i = wp.tid()
+    r = i % rows_per_world
+    if r >= tet_row_start and r < tet_row_end:
+        b[i] = 0.0
+    else:
+        b[i] = -rhs[i]
+
+
+@wp.kernel
+def add_velocity(scale: float, dv: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3)):
+    """v += scale·dv."""
+    i = wp.tid()
+    v[i] = v[i] + dv[i] * scale
+
+
+@wp.kernel
+def backtrack_velocity(particles_per_world: int, residual_new: wp.array(dtype=float), residual_old: wp.array(dtype=float), dv: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3)):
+    """v −= ½dv (and dv ← ½dv) in worlds whose merit grew with the last update."""
+    i = wp.tid()
+    w = i // particles_per_world
+    if residual_new[w] > residual_old[w]:
+        half = dv[i] * 0.5
+        v[i] = v[i] - half
+        dv[i] = half
+
+
+@wp.kernel
+def start_velocities(particles_per_world: int, inv_mass: wp.array(dtype=float), v_start: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), v_pred: wp.array(dtype=wp.vec3)):
+    """v_pred = ṽ (the prediction in v); dynamic particles start the Newton iteration from the previous velocity v⁻."""
+    i = wp.tid()
+    v_pred[i] = v[i]
+    if inv_mass[i % particles_per_world] > 0.0:
+        v[i] = v_start[i]
+
+
+# ------------------------------------------------------------------ two-level preconditioner of A
+
+
+@wp.kernel
+def fit_body_rotation(
+    particles_per_world: int,
+    bodies_per_world: int,
+    body_start: wp.array(dtype=int),
+    body_particles: wp.array(dtype=int),
+    mass: wp.array(dtype=float),
+    rest: wp.array(dtype=wp.vec3),
+    x_start: wp.array(dtype=wp.vec3),
+    # Out:
+    rotation: wp.array(dtype=wp.mat33),
+):
+    """Best-fit rotation of each soft body from rest to x⁻ (polar factor of Σ m (x − c)(X − C)ᵀ)."""
+    tid = wp.tid()
+    w = tid // bodies_per_world
+    c = tid - w * bodies_per_world
+    msum = float(0.0)
+    cx = wp.vec3()
+    cX = wp.vec3()
+    for k in range(body_start[c], body_start[c + 1]):
+        p = body_particles[k]
+        mp = wp.max(mass[p], 1.0e-12)
+        msum += mp
+        cx += x_start[w * particles_per_world + p] * mp
+        cX += rest[p] * mp
+    cx = cx / msum
+    cX = cX / msum
+    Apq = wp.mat33()
+    for k in range(body_start[c], body_start[c + 1]):
+        p = body_particles[k]
+        mp = wp.max(mass[p], 1.0e-12)
+        Apq += wp.outer(x_start[w * particles_per_world + p] - cx, rest[p] - cX) * mp
+    U = wp.mat33()
+    sig = wp.vec3()
+    V = wp.mat33()
+    wp.svd3(Apq, U, sig, V)
+    R = U * wp.transpose(V)
+    if wp.determinant(R) < 0.0:
+        U = wp.mat33(U[0, 0], U[0, 1], -U[0, 2], U[1, 0], U[1, 1], -U[1, 2], U[2, 0], U[2, 1], -U[2, 2])
+        R = U * wp.transpose(V)
+    rotation[tid] = R
+
+
+@wp.kernel
+def coarse_restrict(
+    particles_per_world: int,
+    nodes_per_world: int,
+    bodies_per_world: int,
+    node_start: wp.array(dtype=int),
+    node_particles: wp.array(dtype=int),
+    node_weights: wp.array(dtype=float),
+    node_body: wp.array(dtype=int),
+    rotation: wp.array(dtype=wp.mat33),
+    r: wp.array(dtype=wp.vec3),
+    # Out:
+    rc: wp.array(dtype=float),
+):
+    """rc = Rᵀ Pᵀ r per coarse node (in the body's rest frame)."""
+    tid = wp.tid()
+    w = tid // nodes_per_world
+    j = tid - w * nodes_per_world
+    acc = wp.vec3()
+    for k in range(node_start[j], node_start[j + 1]):
+        acc += r[w * particles_per_world + node_particles[k]] * node_weights[k]
+    R = rotation[w * bodies_per_world + node_body[j]]
+    a = wp.transpose(R) * acc
+    base = 3 * tid
+    rc[base] = a[0]
+    rc[base + 1] = a[1]
+    rc[base + 2] = a[2]
+
+
+@wp.kernel
+def coarse_solve(
+    nodes_per_world: int,
+    node_body: wp.array(dtype=int),
+    node_first: wp.array(dtype=int),
+    inverse_start: wp.array(dtype=int),
+    inverse: wp.array(dtype=float),
+    rc: wp.array(dtype=float),
+    # Out:
+    yc: wp.array(dtype=float),
+):
+    """yc = A_c⁻¹ rc, one coarse dof per thread (dense rest-frame inverse of the body's block)."""
+    tid = wp.tid()
+    dofs_per_world = 3 * nodes_per_world
+    w = tid // dofs_per_world
+    i = tid - w * dofs_per_world
+    c = node_body[i // 3]
+    first = 3 * node_first[c]
+    n = 3 * node_first[c + 1] - first
+    il = i - first
+    base = inverse_start[c] + il * n
+    acc = float(0.0)
+    for j in range(n):
+        acc += inverse[base + j] * rc[w * dofs_per_world + first + j]
+    yc[tid] = acc
+
+
+@wp.kernel
+def precondition_particles(
+    particles_per_world: int,
+    nodes_per_world: int,
+    bodies_per_world: int,
+    diag: wp.array(dtype=float),
+    body_of_particle: wp.array(dtype=int),
+    node_index: wp.array(dtype=int),  # (n·8) flattened
+    node_weight: wp.array(dtype=float),
+    rotation: wp.array(dtype=wp.mat33),
+    use_coarse: int,
+    yc: wp.array(dtype=float),
+    r: wp.array(dtype=wp.vec3),
+    # Out:
+    z: wp.array(dtype=wp.vec3),
+):
+    """z = D⁻¹ r + R P A_c⁻¹ Pᵀ Rᵀ r (additive two-level); 0 on kinematic particles."""
+    tid = wp.tid()
+    w = tid // particles_per_world
+    p = tid - w * particles_per_world
+    d = diag[p]
+    if d <= 0.0:
+        z[tid] = wp.vec3()
+        return
+    out = r[tid] / d
+    c = body_of_particle[p]
+    if use_coarse != 0 and c >= 0:
+        acc = wp.vec3()
+        for k in range(8):
+            j = node_index[8 * p + k]
+            if j >= 0:
+                base = 3 * (w * nodes_per_world + j)
+                acc += wp.vec3(yc[base], yc[base + 1], yc[base + 2]) * node_weight[8 * p + k]
+        out += rotation[w * bodies_per_world + c] * acc
+    z[tid] = out
+
+
+@wp.kernel
+def precondition_rows(rows_per_world: int, tet_row_start: int, tet_row_end: int, diag: wp.array(dtype=float), r: wp.array(dtype=float), z: wp.array(dtype=float)):
+    """z = r / diag on the multiplier rows (Schur diagonal with the particles' effective masses), 0 on tet rows."""
+    i = wp.tid()
+    k = i % rows_per_world
+    if k >= tet_row_start and k < tet_row_end:
+        z[i] = 0.0
+    else:
+        z[i] = r[i] / diag[i]

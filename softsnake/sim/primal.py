@@ -1,0 +1,223 @@
+"""The primal-FEM Newton step (solver notes §11; kernels/primal.py, kernels/minres.py, coarse_space.py).
+
+Tets are elastic forces of the positions; every other row keeps its multiplier. Each Newton iteration evaluates the rows
+and the particles' momentum residual at the iterate and solves the saddle-point system for (Δv, Δλ) with preconditioned
+MINRES: particles with the two-level (Jacobi + coarse grid) preconditioner of A = M + h(h+β)K, rows with their Schur
+diagonal taken with the particles' effective masses 1/A_pp. Rigid bodies stay eliminated (v_b = ṽ_b + M_b⁻¹J_bᵀλ).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import warp as wp
+
+from softsnake.kernels import integrate as kint
+from softsnake.kernels import minres as kmr
+from softsnake.kernels import pcr as kpcr
+from softsnake.kernels import primal as kp
+from softsnake.kernels import rigid as krigid
+from softsnake.kernels import rigid_contact as kbc
+from softsnake.kernels import schur as kschur
+
+from .coarse_space import build_coarse_space
+
+
+class PrimalStep:
+    """Buffers and launches of the primal-FEM step of a :class:`~softsnake.sim.solver.Solver`."""
+
+    def __init__(self, solver):
+        self.s = solver
+        m, dev, W = solver.model, solver.model.device, solver.model.worlds
+        n = m.particle_count
+        data = m.data
+        cs = build_coarse_space(
+            rest=m._q0[:n],
+            mass=m.particle_mass,
+            inv_mass=m.particle_inv_mass_host,
+            tets=m.tet_indices,
+            rest_inverse=data.tet_rest_inverse.numpy(),
+            volume=data.tet_volume.numpy(),
+            youngs=data.tet_youngs.numpy(),
+            poisson=data.tet_poisson.numpy(),
+            damping=data.tet_damping.numpy(),
+            h=solver.dt,
+            cells_long_axis=solver.config.coarse_cells,
+        )
+        self.coarse = cs
+        f32 = lambda a: wp.array(np.asarray(a, dtype=np.float32), dtype=float, device=dev)  # noqa: E731
+        i32 = lambda a: wp.array(np.asarray(a, dtype=np.int32), dtype=int, device=dev)  # noqa: E731
+        self.mass = f32(np.where(m.particle_inv_mass_host > 0, m.particle_mass, 0.0))
+        self.diag_v = f32(cs.diag)
+        # assembly sees the particles' effective inverse masses (Schur diagonals and FB/friction scaling)
+        self.data_eff = copy.copy(data)
+        self.data_eff.particle_inv_mass = f32(cs.eff_inv_mass)
+        self.bodies = cs.body_count
+        self.nodes = cs.node_count
+        self.use_coarse = 1 if self.nodes > 0 else 0
+        self.body_start = i32(cs.body_particle_start)
+        self.body_particles = i32(cs.body_particles)
+        self.body_of_particle = i32(cs.body_of_particle)
+        self.rest = wp.array(cs.rest.astype(np.float32), dtype=wp.vec3, device=dev)
+        self.node_index = i32(cs.node_index.ravel())
+        self.node_weight = f32(cs.node_weight.ravel())
+        self.node_start = i32(cs.node_start)
+        self.node_particles = i32(cs.node_particles)
+        self.node_weights = f32(cs.node_weights)
+        self.node_body = i32(cs.node_body if self.nodes else np.zeros(1))
+        self.node_first = i32(cs.node_first)
+        self.inverse_start = i32(cs.inverse_start)
+        self.inverse = f32(cs.inverse if cs.inverse.size else np.zeros(1))
+        self.rotation = wp.zeros(max(W * self.bodies, 1), dtype=wp.mat33, device=dev)
+        self.rc = wp.zeros(max(3 * W * self.nodes, 1), dtype=float, device=dev)
+        self.yc = wp.zeros(max(3 * W * self.nodes, 1), dtype=float, device=dev)
+        npw, nr = W * n, W * m.row_count
+        vec = lambda: wp.zeros(npw, dtype=wp.vec3, device=dev)  # noqa: E731
+        row = lambda: wp.zeros(nr, dtype=float, device=dev)  # noqa: E731
+        self.v_pred, self.dv, self.mass_xv, self.impulse2 = vec(), vec(), vec(), vec()
+        # MINRES vectors (particle part, row part)
+        self.b = (vec(), row())
+        self.x = (vec(), row())
+        self.y = (vec(), row())
+        self.v = (vec(), row())
+        self.r1 = (vec(), row())
+        self.r2 = (vec(), row())
+        self.w = (vec(), row())
+        self.w2 = (vec(), row())
+        self.sg = row()  # tet stiffness product + row part, input of the scatter
+        self.g = row()  # gathered rows
+        self.sc = wp.zeros(W * kmr.SLOTS, dtype=float, device=dev)
+        self.dots = wp.zeros(W, dtype=float, device=dev)
+        self.alfa = wp.zeros(W, dtype=float, device=dev)
+        self.tet_rows = (m.distance_count, m.distance_count + 6 * m.tet_count)
+
+    # ------------------------------------------------------------- operators
+    def matvec(self, xv: wp.array, xl: wp.array, yv: wp.array, yl: wp.array) -> None:
+        """(yv, yl) = [[A, −J_pᵀ], [−J_p, −S]] (xv, xl)."""
+        s, m, dev = self.s, self.s.model, self.s.model.device
+        W = m.worlds
+        wp.copy(self.sg, xl)
+        if m.tet_count > 0:
+            wp.launch(kp.tet_stiffness_product, dim=W * m.tet_count, inputs=[m.data, s.jac, s.dt, xv], outputs=[self.sg], device=dev)
+        s._scatter(self.sg)  # s.impulse = −K xv + J_pᵀ xl, s.body_impulse = J_bᵀ xl
+        wp.launch(kp.particle_system_top, dim=W * m.particle_count, inputs=[m.particle_count, self.mass, xv, s.impulse], outputs=[yv, self.mass_xv], device=dev)
+        self._gather(self.mass_xv, xl, self.g)
+        wp.launch(kp.negate_rows, dim=W * m.row_count, inputs=[m.row_count, *self.tet_rows, self.g, yl], device=dev)
+
+    def _gather(self, particle_impulse: wp.array, xl: wp.array, out: wp.array) -> None:
+        """out = J M⁻¹(particle_impulse, body_impulse) + C xl over every row family (tet rows written, ignored)."""
+        s, m, dev = self.s, self.s.model, self.s.model.device
+        W = m.worlds
+        wp.launch(kschur.gather_rows, dim=W * m.element_count, inputs=[m.data, s.jac, s.dt, particle_impulse, xl], outputs=[out], device=dev)
+        if m.particle_body_count > 0:
+            wp.launch(kbc.gather_particle_body_contacts, dim=W * m.particle_body_count, inputs=[m.data, m.body_data, s.jac, s.dt, s.body_x_start, s.body_v, particle_impulse, s.body_impulse, xl], outputs=[out], device=dev)
+        if m.body_contact_count > 0:
+            wp.launch(kbc.gather_body_contacts, dim=W * m.body_contact_count, inputs=[m.data, m.body_data, s.bjac, s.dt, s.body_x_start, s.body_v, s.body_impulse, s.jac.row_compliance, xl], outputs=[out], device=dev)
+        if m.attachment_count + m.joint_count > 0:
+            wp.launch(krigid.gather_body_rows, dim=W * (m.attachment_count + m.joint_count), inputs=[m.data, m.body_data, s.bjac, s.dt, s.body_x_start, s.body_v, particle_impulse, s.body_impulse, s.jac.row_compliance, xl], outputs=[out], device=dev)
+
+    def fit_rotations(self) -> None:
+        s, m = self.s, self.s.model
+        if self.use_coarse:
+            wp.launch(
+                kp.fit_body_rotation,
+                dim=m.worlds * self.bodies,
+                inputs=[m.particle_count, self.bodies, self.body_start, self.body_particles, self.mass, self.rest, s.x_start],
+                outputs=[self.rotation],
+                device=m.device,
+            )
+
+    def precondition(self, rv: wp.array, rl: wp.array, zv: wp.array, zl: wp.array) -> None:
+        """(zv, zl) = blockdiag(two-level A⁻¹ approximation, Schur diagonal⁻¹) (rv, rl)."""
+        s, m, dev = self.s, self.s.model, self.s.model.device
+        W, n = m.worlds, m.particle_count
+        if self.use_coarse:
+            wp.launch(
+                kp.coarse_restrict,
+                dim=W * self.nodes,
+                inputs=[n, self.nodes, self.bodies, self.node_start, self.node_particles, self.node_weights, self.node_body, self.rotation, rv],
+                outputs=[self.rc],
+                device=dev,
+            )
+            wp.launch(kp.coarse_solve, dim=3 * W * self.nodes, inputs=[self.nodes, self.node_body, self.node_first, self.inverse_start, self.inverse, self.rc], outputs=[self.yc], device=dev)
+        wp.launch(
+            kp.precondition_particles,
+            dim=W * n,
+            inputs=[n, self.nodes, self.bodies, self.diag_v, self.body_of_particle, self.node_index, self.node_weight, self.rotation, self.use_coarse, self.yc, rv],
+            outputs=[zv],
+            device=dev,
+        )
+        wp.launch(kp.precondition_rows, dim=W * m.row_count, inputs=[m.row_count, *self.tet_rows, s.diag, rl, zl], device=dev)
+
+    # ------------------------------------------------------------- Newton
+    def assemble(self, it: int, scale: wp.array, residual: wp.array) -> None:
+        """Rows at the iterate (tets: constitutive impulses) and the particles' momentum residual; residual[w] gets
+        Σφ² + Σ|r_v/m|² [m²/s²] and (self.b) the saddle right-hand side."""
+        s, m, dev = self.s, self.s.model, self.s.model.device
+        s._assemble(it, scale, residual)
+        s._scatter(s.lam)
+        wp.launch_tiled(kp.particle_residual, dim=[m.worlds], inputs=[m.particle_count, self.mass, self.diag_v, s.v, self.v_pred, s.impulse], outputs=[self.b[0], residual], block_dim=s.block_dim, device=dev)
+        wp.launch(kp.rows_rhs, dim=m.worlds * m.row_count, inputs=[m.row_count, *self.tet_rows, s.rhs, self.b[1]], device=dev)
+
+    def solve(self, iterations: int) -> None:
+        """MINRES on the saddle system; the solution lands in self.x."""
+        s, m, dev = self.s, self.s.model, self.s.model.device
+        W, n, R = m.worlds, m.particle_count, m.row_count
+        bd = s.block_dim
+        self.precondition(*self.b, *self.y)
+        wp.launch_tiled(kmr.minres_start, dim=[W], inputs=[n, R, *self.b, *self.y, *self.x, *self.r1, *self.r2, *self.w, *self.w2, self.dots], block_dim=bd, device=dev)
+        wp.launch(kmr.minres_init_scalars, dim=W, inputs=[self.dots, self.sc], device=dev)
+        for k in range(iterations):
+            wp.launch_tiled(kmr.minres_scale, dim=[W], inputs=[n, R, self.sc, *self.y, *self.v], block_dim=bd, device=dev)
+            self.matvec(*self.v, *self.y)
+            wp.launch_tiled(kmr.minres_alfa, dim=[W], inputs=[n, R, k, self.sc, *self.v, *self.r1, *self.y, self.alfa], block_dim=bd, device=dev)
+            wp.launch_tiled(kmr.minres_lanczos, dim=[W], inputs=[n, R, self.alfa, self.sc, *self.y, *self.r1, *self.r2], block_dim=bd, device=dev)
+            self.precondition(*self.r2, *self.y)
+            wp.launch_tiled(kmr.minres_dot, dim=[W], inputs=[n, R, *self.r2, *self.y, self.dots], block_dim=bd, device=dev)
+            wp.launch(kmr.minres_givens, dim=W, inputs=[self.alfa, self.dots, self.sc], device=dev)
+            wp.launch_tiled(kmr.minres_step, dim=[W], inputs=[n, R, self.sc, *self.v, *self.w, *self.w2, *self.x], block_dim=bd, device=dev)
+
+    def apply_update(self) -> None:
+        """v += Δv, λ += Δλ and the bodies' velocities through M_b⁻¹J_bᵀΔλ (Δ in self.x; kept in s.dlam/self.dv)."""
+        s, m, dev = self.s, self.s.model, self.s.model.device
+        wp.copy(self.dv, self.x[0])
+        wp.copy(s.dlam, self.x[1])
+        wp.launch(kp.add_velocity, dim=m.worlds * m.particle_count, inputs=[1.0, self.dv, s.v], device=dev)
+        wp.launch(kpcr.add_to, dim=m.worlds * m.row_count, inputs=[s.dlam, s.lam], device=dev)
+        self.apply_bodies(s.dlam)
+
+    def apply_bodies(self, x: wp.array) -> None:
+        s, m = self.s, self.s.model
+        if m.body_count > 0:
+            wp.launch(krigid.scatter_body_impulses, dim=m.worlds * m.body_count, inputs=[m.data, m.body_data, s.bjac, s.jac, x], outputs=[s.body_impulse], device=m.device)
+            wp.launch(krigid.apply_body_impulses, dim=m.worlds * m.body_count, inputs=[m.body_count, m.body_data, s.body_x_start, s.dt, s.body_impulse, s.body_momentum, s.body_v], device=m.device)
+
+    def backtrack(self, it: int, scale: wp.array) -> None:
+        """Halve the last update in worlds whose merit grew, then re-evaluate."""
+        s, m, dev = self.s, self.s.model, self.s.model.device
+        nrows = m.worlds * m.row_count
+        wp.launch(kpcr.backtrack_grown, dim=nrows, inputs=[m.row_count, s._res[it], s._res[it - 1], s.dlam], outputs=[s.r], device=dev)
+        wp.launch(kpcr.add_to, dim=nrows, inputs=[s.r, s.lam], device=dev)
+        self.apply_bodies(s.r)
+        wp.launch(kp.backtrack_velocity, dim=m.worlds * m.particle_count, inputs=[m.particle_count, s._res[it], s._res[it - 1], self.dv, s.v], device=dev)
+        s._res[it].zero_()
+        self.assemble(min(it, s.config.newton_iterations - 1), scale, s._res[it])
+
+    def launch_step(self, scale: wp.array) -> None:
+        """Newton iterations of one step (after the prediction and the linearisation pass)."""
+        s, m, cfg, dev = self.s, self.s.model, self.s.config, self.s.model.device
+        N, L = cfg.newton_iterations, cfg.linear_iterations
+        W = m.worlds
+        wp.launch(kp.start_velocities, dim=W * m.particle_count, inputs=[m.particle_count, m.data.particle_inv_mass, s.v_start, s.v, self.v_pred], device=dev)
+        if cfg.warm_start > 0.0 or cfg.contact_warm_start > 0.0:
+            self.apply_bodies(s.lam)  # bodies: v_b = ṽ_b + M_b⁻¹J_bᵀλ_carried (tet rows do not act on bodies)
+        self.fit_rotations()
+        for it in range(N):
+            self.assemble(it, scale, s._res[it])
+            if it > 0:
+                self.backtrack(it, scale)
+            self.solve(L)
+            self.apply_update()
+        self.assemble(N, scale, s._res[N])
+        self.backtrack(N, scale)
