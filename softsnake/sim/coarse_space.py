@@ -150,6 +150,8 @@ def build_coarse_space(
     np.add.at(body_particle_start, label[order] + 1, 1)
     body_particle_start = np.cumsum(body_particle_start)
 
+    e = rest[tets[:, [1, 2, 3, 2, 3, 3]]] - rest[tets[:, [0, 0, 0, 1, 1, 2]]]
+    edge = float(np.linalg.norm(e, axis=-1).mean()) if len(tets) else 1.0
     node_index = -np.ones((n, 8), dtype=np.int64)
     node_weight = np.zeros((n, 8))
     node_body, node_first, inverse_start, inverse = [], [0], [0], []
@@ -159,7 +161,8 @@ def build_coarse_space(
         lo = rest[members].min(axis=0)
         ext = rest[members].max(axis=0) - lo
         ext = np.maximum(ext, 1e-12)
-        cells = np.maximum(1, np.round(ext / ext.max() * cells_long_axis)).astype(int)
+        # at most one coarse cell per two fine elements along an axis (a finer grid than the mesh is rank deficient)
+        cells = np.maximum(1, np.minimum(np.round(ext / ext.max() * cells_long_axis), np.floor(ext / (2.0 * edge)))).astype(int)
         gdim = cells + 1
         u = (rest[members] - lo) / (ext / cells)
         i0 = np.clip(np.floor(u).astype(int), 0, cells - 1)
@@ -193,7 +196,10 @@ def build_coarse_space(
         for c in range(len(node_first) - 1):
             s, e = 3 * node_first[c], 3 * node_first[c + 1]
             block = Ac[s:e, s:e]
-            inv = np.linalg.inv(block + 1e-12 * np.trace(block) / max(len(block), 1) * np.eye(len(block)))
+            # pseudo-inverse: a node carried only by kinematic particles has an empty row
+            lam, vec = np.linalg.eigh(0.5 * (block + block.T))
+            keep = lam > 1e-9 * max(lam.max(), 1e-300)
+            inv = (vec[:, keep] / lam[keep]) @ vec[:, keep].T
             inverse.append(inv.ravel())
             inverse_start.append(inverse_start[-1] + inv.size)
         P1c = P1.tocsc()

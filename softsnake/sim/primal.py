@@ -8,8 +8,6 @@ diagonal taken with the particles' effective masses 1/A_pp. Rigid bodies stay el
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import warp as wp
 
@@ -20,6 +18,7 @@ from softsnake.kernels import primal as kp
 from softsnake.kernels import rigid as krigid
 from softsnake.kernels import rigid_contact as kbc
 from softsnake.kernels import schur as kschur
+from softsnake.kernels.data import ModelData
 
 from .coarse_space import build_coarse_space
 
@@ -51,7 +50,9 @@ class PrimalStep:
         self.mass = f32(np.where(m.particle_inv_mass_host > 0, m.particle_mass, 0.0))
         self.diag_v = f32(cs.diag)
         # assembly sees the particles' effective inverse masses (Schur diagonals and FB/friction scaling)
-        self.data_eff = copy.copy(data)
+        self.data_eff = ModelData()  # a new struct: copy.copy would share the ctypes storage with m.data
+        for name in ModelData.vars:
+            setattr(self.data_eff, name, getattr(data, name))
         self.data_eff.particle_inv_mass = f32(cs.eff_inv_mass)
         self.bodies = cs.body_count
         self.nodes = cs.node_count
