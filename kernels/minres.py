@@ -4,7 +4,8 @@ Paige & Saunders (1975), in the form of scipy.sparse.linalg.minres: a Lanczos re
 product and Givens rotations that minimise the residual norm over the Krylov space. It needs only a symmetric operator
 (the saddle system is indefinite, so CG and CR do not apply) and a symmetric positive-definite preconditioner.
 
-Every vector is a pair (particle part vec3 per world·particle, row part float per world·row). Vector kernels are tiled
+Every vector is a pair (particle part vec3 per world·particle, row part float per world·row); the rows in the skipped
+range (the eliminated tet rows) are never touched and stay zero. Vector kernels are tiled
 launches with one block per world, like kernels/pcr.py: per-world scalars, fixed summation order, no atomics, so worlds
 never influence each other and results are reproducible. The recurrence scalars of world w live in
 ``sc[w·SLOTS + slot]``.
@@ -16,10 +17,21 @@ SLOTS = 13
 BETA, OLDB, ALFA, DBAR, EPS, OLDEPS, CS, SN, PHIBAR, PHI, DELTA, GAMMA, BETA1 = range(13)
 
 
+@wp.func
+def row_index(k: int, skip_start: int, skip_count: int) -> int:
+    """k-th row of a world that is not in the skipped range [skip_start, skip_start + skip_count) (the eliminated tet
+    rows, which stay zero in every vector)."""
+    if k < skip_start:
+        return k
+    return k + skip_count
+
+
 @wp.kernel
 def minres_start(
     particles: int,
     rows: int,
+    skip_start: int,
+    skip_count: int,
     bv: wp.array(dtype=wp.vec3),
     bl: wp.array(dtype=float),
     yv: wp.array(dtype=wp.vec3),
@@ -48,8 +60,8 @@ def minres_start(
         wv[i] = wp.vec3()
         w2v[i] = wp.vec3()
         acc += wp.dot(b, yv[i])
-    for k in range(lane, rows, wp.block_dim()):
-        i = w * rows + k
+    for k in range(lane, rows - skip_count, wp.block_dim()):
+        i = w * rows + row_index(k, skip_start, skip_count)
         b_ = bl[i]
         xl[i] = 0.0
         r1l[i] = b_
@@ -78,6 +90,8 @@ def minres_init_scalars(dots: wp.array(dtype=float), sc: wp.array(dtype=float)):
 def minres_scale(
     particles: int,
     rows: int,
+    skip_start: int,
+    skip_count: int,
     sc: wp.array(dtype=float),
     yv: wp.array(dtype=wp.vec3),
     yl: wp.array(dtype=float),
@@ -93,8 +107,8 @@ def minres_scale(
     for k in range(lane, particles, wp.block_dim()):
         i = w * particles + k
         vv[i] = yv[i] * s
-    for k in range(lane, rows, wp.block_dim()):
-        i = w * rows + k
+    for k in range(lane, rows - skip_count, wp.block_dim()):
+        i = w * rows + row_index(k, skip_start, skip_count)
         vl[i] = yl[i] * s
 
 
@@ -102,6 +116,8 @@ def minres_scale(
 def minres_alfa(
     particles: int,
     rows: int,
+    skip_start: int,
+    skip_count: int,
     k_iter: int,
     sc: wp.array(dtype=float),
     vv: wp.array(dtype=wp.vec3),
@@ -124,8 +140,8 @@ def minres_alfa(
         y = yv[i] - r1v[i] * c
         yv[i] = y
         acc += wp.dot(vv[i], y)
-    for k in range(lane, rows, wp.block_dim()):
-        i = w * rows + k
+    for k in range(lane, rows - skip_count, wp.block_dim()):
+        i = w * rows + row_index(k, skip_start, skip_count)
         y_ = yl[i] - r1l[i] * c
         yl[i] = y_
         acc += vl[i] * y_
@@ -136,6 +152,8 @@ def minres_alfa(
 def minres_lanczos(
     particles: int,
     rows: int,
+    skip_start: int,
+    skip_count: int,
     dots: wp.array(dtype=float),
     sc: wp.array(dtype=float),
     yv: wp.array(dtype=wp.vec3),
@@ -157,8 +175,8 @@ def minres_lanczos(
         r1v[i] = r2v[i]
         r2v[i] = y
         yv[i] = y
-    for k in range(lane, rows, wp.block_dim()):
-        i = w * rows + k
+    for k in range(lane, rows - skip_count, wp.block_dim()):
+        i = w * rows + row_index(k, skip_start, skip_count)
         y_ = yl[i] - r2l[i] * c
         r1l[i] = r2l[i]
         r2l[i] = y_
@@ -169,6 +187,8 @@ def minres_lanczos(
 def minres_dot(
     particles: int,
     rows: int,
+    skip_start: int,
+    skip_count: int,
     av: wp.array(dtype=wp.vec3),
     al: wp.array(dtype=float),
     bv: wp.array(dtype=wp.vec3),
@@ -181,8 +201,8 @@ def minres_dot(
     for k in range(lane, particles, wp.block_dim()):
         i = w * particles + k
         acc += wp.dot(av[i], bv[i])
-    for k in range(lane, rows, wp.block_dim()):
-        i = w * rows + k
+    for k in range(lane, rows - skip_count, wp.block_dim()):
+        i = w * rows + row_index(k, skip_start, skip_count)
         acc += al[i] * bl[i]
     wp.tile_store(dots, wp.tile_sum(wp.tile(acc)), offset=w)
 
@@ -229,6 +249,8 @@ def minres_givens(alfa: wp.array(dtype=float), beta_sq: wp.array(dtype=float), s
 def minres_step(
     particles: int,
     rows: int,
+    skip_start: int,
+    skip_count: int,
     sc: wp.array(dtype=float),
     vv: wp.array(dtype=wp.vec3),
     vl: wp.array(dtype=float),
@@ -254,8 +276,8 @@ def minres_step(
         w2v[i] = w2
         wv[i] = wn
         xv[i] = xv[i] + wn * phi
-    for k in range(lane, rows, wp.block_dim()):
-        i = w * rows + k
+    for k in range(lane, rows - skip_count, wp.block_dim()):
+        i = w * rows + row_index(k, skip_start, skip_count)
         w1_ = w2l[i]
         w2_ = wl[i]
         wn_ = (vl[i] - w1_ * oldeps - w2_ * delta) * ginv

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from softsnake.kernels import integrate as kint
+from softsnake.kernels import body_precond as kbp
 from softsnake.kernels import minres as kmr
 from softsnake.kernels import pcr as kpcr
 from softsnake.kernels import primal as kp
@@ -92,6 +92,96 @@ class PrimalStep:
         self.dots = wp.zeros(W, dtype=float, device=dev)
         self.alfa = wp.zeros(W, dtype=float, device=dev)
         self.tet_rows = (m.distance_count, m.distance_count + 6 * m.tet_count)
+        self.skip = (m.distance_count, 6 * m.tet_count)
+        self._setup_body_blocks()
+
+    def _setup_body_blocks(self) -> None:
+        """Clusters of bodies that share rows (joints, possible body–body contacts) for the rows' preconditioner."""
+        s, m, dev, W = self.s, self.s.model, self.s.model.device, self.s.model.worlds
+        nb = m.body_count
+        self.has_bodies = nb > 0
+        if not self.has_bodies:
+            return
+        bd = m.body_data
+        parent = list(range(nb))
+
+        def find(a):
+            while parent[a] != a:
+                parent[a] = parent[parent[a]]
+                a = parent[a]
+            return a
+
+        def union(a, c):
+            if a >= 0 and c >= 0:
+                parent[find(a)] = find(c)
+
+        for jp, jc in zip(bd.joint_parent.numpy(), bd.joint_child.numpy()):
+            union(int(jp), int(jc))
+        if m.body_contact_count > 0:
+            shape_body = bd.body_shape_body.numpy()
+            target_bodies = [int(shape_body[k]) for k in bd.target_body_shape.numpy()] if m.target_count > m.shape_count else []
+            for fb in set(int(x) for x in bd.feature_body.numpy()):
+                for tb in target_bodies:
+                    union(fb, tb)
+        roots = sorted({find(i) for i in range(nb)})
+        cluster = np.array([roots.index(find(i)) for i in range(nb)], dtype=np.int32)
+        slot = np.zeros(nb, dtype=np.int32)
+        members = [[i for i in range(nb) if cluster[i] == c] for c in range(len(roots))]
+        for c, mem in enumerate(members):
+            for k, i in enumerate(mem):
+                slot[i] = k
+        dofs = np.array([6 * len(mem) for mem in members], dtype=np.int32)
+        offset = np.concatenate([[0], np.cumsum(dofs.astype(np.int64) ** 2)]).astype(np.int32)
+        bb = kbp.BodyBlocks()
+        i32 = lambda a: wp.array(np.asarray(a, dtype=np.int32), dtype=int, device=dev)  # noqa: E731
+        bb.body_cluster = i32(cluster)
+        bb.body_slot = i32(slot)
+        bb.cluster_dofs = i32(dofs)
+        bb.cluster_offset = i32(offset[:-1])
+        bb.cluster_bodies_start = i32(np.concatenate([[0], np.cumsum([len(mm) for mm in members])]))
+        bb.cluster_bodies = i32(np.concatenate(members))
+        bb.block_size = int(offset[-1])
+        bb.floor = 1.0e-3
+        self.bb = bb
+        self.clusters = len(members)
+        self.H = wp.zeros(W * bb.block_size, dtype=float, device=dev)
+        self.H_work = wp.zeros(W * bb.block_size, dtype=float, device=dev)
+        nr = W * m.row_count
+        self.row_d, self.t_rows, self.u_rows, self.zero_rows = (wp.zeros(nr, dtype=float, device=dev) for _ in range(4))
+        self.zero_particles = wp.zeros(W * m.particle_count, dtype=wp.vec3, device=dev)
+        self.f_body = wp.zeros(W * nb, dtype=wp.spatial_vector, device=dev)
+        self.imp_body = wp.zeros(W * nb, dtype=wp.spatial_vector, device=dev)
+
+    def _factor_body_blocks(self) -> None:
+        """H = M_b + J_bᵀ D⁻¹ J_b per cluster at the current rows, and its Cholesky factors."""
+        s, m, dev, W = self.s, self.s.model, self.s.model.device, self.s.model.worlds
+        args = [self.bb, s.dt, s.body_x_start, s.body_v]
+        self.H.zero_()
+        wp.copy(self.row_d, s.diag)
+        wp.launch(kbp.body_mass_blocks, dim=W * m.body_count, inputs=[m.body_data, *args, self.H], device=dev)
+        if m.attachment_count + m.joint_count > 0:
+            wp.launch(kbp.attachment_and_joint_blocks, dim=W * (m.attachment_count + m.joint_count), inputs=[m.data, m.body_data, s.bjac, *args, s.diag, self.row_d, self.H], device=dev)
+        if m.body_contact_count > 0:
+            wp.launch(kbp.body_contact_blocks, dim=W * m.body_contact_count, inputs=[m.data, m.body_data, s.bjac, *args, s.diag, self.row_d, self.H], device=dev)
+        if m.particle_body_count > 0:
+            wp.launch(kbp.particle_body_blocks, dim=W * m.particle_body_count, inputs=[m.data, m.body_data, s.jac, *args, s.diag, self.row_d, self.H], device=dev)
+        wp.launch(kbp.cluster_cholesky, dim=W * self.clusters, inputs=[self.bb, self.clusters, self.H], device=dev)
+
+    def _precondition_body_rows(self, rl: wp.array, zl: wp.array) -> None:
+        """zl = (D + J_b M_b⁻¹ J_bᵀ)⁻¹ rl by the Woodbury identity (kernels/body_precond.py)."""
+        s, m, dev, W = self.s, self.s.model, self.s.model.device, self.s.model.worlds
+        nr = W * m.row_count
+        wp.launch(kbp.divide_rows, dim=nr, inputs=[m.row_count, *self.tet_rows, rl, self.row_d, self.t_rows], device=dev)
+        wp.launch(krigid.scatter_body_impulses, dim=W * m.body_count, inputs=[m.data, m.body_data, s.bjac, s.jac, self.t_rows], outputs=[self.f_body], device=dev)
+        wp.launch(kbp.cluster_solve, dim=W * self.clusters, inputs=[m.body_data, self.bb, self.clusters, s.dt, s.body_x_start, s.body_v, self.H, self.f_body, self.H_work], outputs=[self.imp_body], device=dev)
+        self.u_rows.zero_()
+        if m.particle_body_count > 0:
+            wp.launch(kbc.gather_particle_body_contacts, dim=W * m.particle_body_count, inputs=[m.data, m.body_data, s.jac, s.dt, s.body_x_start, s.body_v, self.zero_particles, self.imp_body, self.zero_rows], outputs=[self.u_rows], device=dev)
+        if m.body_contact_count > 0:
+            wp.launch(kbc.gather_body_contacts, dim=W * m.body_contact_count, inputs=[m.data, m.body_data, s.bjac, s.dt, s.body_x_start, s.body_v, self.imp_body, s.jac.row_compliance, self.zero_rows], outputs=[self.u_rows], device=dev)
+        if m.attachment_count + m.joint_count > 0:
+            wp.launch(krigid.gather_body_rows, dim=W * (m.attachment_count + m.joint_count), inputs=[m.data, m.body_data, s.bjac, s.dt, s.body_x_start, s.body_v, self.zero_particles, self.imp_body, s.jac.row_compliance, self.zero_rows], outputs=[self.u_rows], device=dev)
+        wp.launch(kbp.woodbury_rows, dim=nr, inputs=[m.row_count, *self.tet_rows, self.t_rows, self.u_rows, self.row_d, zl], device=dev)
 
     # ------------------------------------------------------------- operators
     def matvec(self, xv: wp.array, xl: wp.array, yv: wp.array, yl: wp.array) -> None:
@@ -149,7 +239,10 @@ class PrimalStep:
             outputs=[zv],
             device=dev,
         )
-        wp.launch(kp.precondition_rows, dim=W * m.row_count, inputs=[m.row_count, *self.tet_rows, s.diag, rl, zl], device=dev)
+        if self.has_bodies and self.s.config.body_preconditioner:
+            self._precondition_body_rows(rl, zl)
+        else:
+            wp.launch(kp.precondition_rows, dim=W * m.row_count, inputs=[m.row_count, *self.tet_rows, s.diag, rl, zl], device=dev)
 
     # ------------------------------------------------------------- Newton
     def assemble(self, it: int, scale: wp.array, residual: wp.array) -> None:
@@ -160,6 +253,8 @@ class PrimalStep:
         s._scatter(s.lam)
         wp.launch_tiled(kp.particle_residual, dim=[m.worlds], inputs=[m.particle_count, self.mass, self.diag_v, s.v, self.v_pred, s.impulse], outputs=[self.b[0], residual], block_dim=s.block_dim, device=dev)
         wp.launch(kp.rows_rhs, dim=m.worlds * m.row_count, inputs=[m.row_count, *self.tet_rows, s.rhs, self.b[1]], device=dev)
+        if self.has_bodies and s.config.body_preconditioner:
+            self._factor_body_blocks()
 
     def solve(self, iterations: int) -> None:
         """MINRES on the saddle system; the solution lands in self.x."""
@@ -167,17 +262,17 @@ class PrimalStep:
         W, n, R = m.worlds, m.particle_count, m.row_count
         bd = s.block_dim
         self.precondition(*self.b, *self.y)
-        wp.launch_tiled(kmr.minres_start, dim=[W], inputs=[n, R, *self.b, *self.y, *self.x, *self.r1, *self.r2, *self.w, *self.w2, self.dots], block_dim=bd, device=dev)
+        wp.launch_tiled(kmr.minres_start, dim=[W], inputs=[n, R, *self.skip, *self.b, *self.y, *self.x, *self.r1, *self.r2, *self.w, *self.w2, self.dots], block_dim=bd, device=dev)
         wp.launch(kmr.minres_init_scalars, dim=W, inputs=[self.dots, self.sc], device=dev)
         for k in range(iterations):
-            wp.launch_tiled(kmr.minres_scale, dim=[W], inputs=[n, R, self.sc, *self.y, *self.v], block_dim=bd, device=dev)
+            wp.launch_tiled(kmr.minres_scale, dim=[W], inputs=[n, R, *self.skip, self.sc, *self.y, *self.v], block_dim=bd, device=dev)
             self.matvec(*self.v, *self.y)
-            wp.launch_tiled(kmr.minres_alfa, dim=[W], inputs=[n, R, k, self.sc, *self.v, *self.r1, *self.y, self.alfa], block_dim=bd, device=dev)
-            wp.launch_tiled(kmr.minres_lanczos, dim=[W], inputs=[n, R, self.alfa, self.sc, *self.y, *self.r1, *self.r2], block_dim=bd, device=dev)
+            wp.launch_tiled(kmr.minres_alfa, dim=[W], inputs=[n, R, *self.skip, k, self.sc, *self.v, *self.r1, *self.y, self.alfa], block_dim=bd, device=dev)
+            wp.launch_tiled(kmr.minres_lanczos, dim=[W], inputs=[n, R, *self.skip, self.alfa, self.sc, *self.y, *self.r1, *self.r2], block_dim=bd, device=dev)
             self.precondition(*self.r2, *self.y)
-            wp.launch_tiled(kmr.minres_dot, dim=[W], inputs=[n, R, *self.r2, *self.y, self.dots], block_dim=bd, device=dev)
+            wp.launch_tiled(kmr.minres_dot, dim=[W], inputs=[n, R, *self.skip, *self.r2, *self.y, self.dots], block_dim=bd, device=dev)
             wp.launch(kmr.minres_givens, dim=W, inputs=[self.alfa, self.dots, self.sc], device=dev)
-            wp.launch_tiled(kmr.minres_step, dim=[W], inputs=[n, R, self.sc, *self.v, *self.w, *self.w2, *self.x], block_dim=bd, device=dev)
+            wp.launch_tiled(kmr.minres_step, dim=[W], inputs=[n, R, *self.skip, self.sc, *self.v, *self.w, *self.w2, *self.x], block_dim=bd, device=dev)
 
     def apply_update(self) -> None:
         """v += Δv, λ += Δλ and the bodies' velocities through M_b⁻¹J_bᵀΔλ (Δ in self.x; kept in s.dlam/self.dv)."""

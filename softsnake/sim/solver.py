@@ -88,6 +88,8 @@ class SolverConfig:
     fem: str = "dual"
     #: coarse-grid cells along each soft body's longest axis for the primal preconditioner (0: Jacobi only)
     coarse_cells: int = 4
+    #: primal FEM: precondition the rows that act on rigid bodies with the bodies' exact mass coupling (Woodbury)
+    body_preconditioner: bool = True
 
     def __post_init__(self):
         for name in ("newton_iterations", "linear_iterations"):

@@ -1,0 +1,323 @@
+"""Rigid-body block of the row preconditioner of the primal-FEM saddle system (solver notes §11).
+
+The multiplier rows see the Schur matrix S = J_p A⁻¹ J_pᵀ + J_b M_b⁻¹ J_bᵀ + C. Its body part couples every row that
+acts on the same body (a carriage glued to a link face by dozens of attachments, the joints to its wheels, their ground
+contacts), which a diagonal cannot capture. The preconditioner takes S̃ = D + J_b M_b⁻¹ J_bᵀ, with D the rows' own part
+(the particle part J_p diag(A)⁻¹ J_pᵀ and the compliance; floored at ε × the body part for hard body-only rows), and
+inverts it exactly with the Woodbury identity
+
+    S̃⁻¹ = D⁻¹ − D⁻¹ J_b H⁻¹ J_bᵀ D⁻¹,     H = M_b + J_bᵀ D⁻¹ J_b,
+
+where H is block diagonal over clusters of bodies that share rows (a carriage and its wheels), so each cluster is one
+small dense Cholesky factorisation per Newton iteration.
+"""
+
+import warp as wp
+
+from .data import BodyData, BodyJacobian, Jacobian, ModelData
+from .rigid import ang, body_pose, joint_row0, lin, spatial, unit
+from .rigid_contact import body_contact_row0, particle_body_row0
+from .friction import contact_slot_off
+
+
+@wp.struct
+class BodyBlocks:
+    """Cluster layout (one world): body → cluster and 6-dof slot in it; per cluster its dof count and offset into the
+    flattened dense blocks of one world (``block_size`` floats per world)."""
+
+    body_cluster: wp.array(dtype=int)
+    body_slot: wp.array(dtype=int)
+    cluster_dofs: wp.array(dtype=int)
+    cluster_offset: wp.array(dtype=int)
+    cluster_bodies_start: wp.array(dtype=int)
+    cluster_bodies: wp.array(dtype=int)
+    block_size: int
+    floor: float  # ε: D ≥ ε · (body part) on every body row
+
+
+@wp.func
+def world_mass_times(b: BodyData, body: int, pose: wp.transform, v: wp.spatial_vector) -> wp.spatial_vector:
+    """M_b v with the world inertia at ``pose``."""
+    R = wp.quat_to_matrix(wp.transform_get_rotation(pose))
+    I = R * b.body_inertia[body] * wp.transpose(R)
+    m = 0.0
+    if b.body_inv_mass[body] > 0.0:
+        m = 1.0 / b.body_inv_mass[body]
+    return spatial(lin(v) * m, I * ang(v))
+
+
+@wp.func
+def body_part(b: BodyData, body: int, pose: wp.transform, g: wp.spatial_vector) -> float:
+    """g M_b⁻¹ gᵀ of one body's part of a row."""
+    if body < 0:
+        return 0.0
+    R = wp.quat_to_matrix(wp.transform_get_rotation(pose))
+    Iinv = R * b.body_inv_inertia[body] * wp.transpose(R)
+    return b.body_inv_mass[body] * wp.dot(lin(g), lin(g)) + wp.dot(ang(g), Iinv * ang(g))
+
+
+@wp.func
+def add_block(H: wp.array(dtype=float), bb: BodyBlocks, w: int, bi: int, gi: wp.spatial_vector, bj: int, gj: wp.spatial_vector, s: float):
+    """H[bi, bj] += s · gi gjᵀ (both bodies in the same cluster)."""
+    c = bb.body_cluster[bi]
+    n = bb.cluster_dofs[c]
+    base = w * bb.block_size + bb.cluster_offset[c]
+    oi = 6 * bb.body_slot[bi]
+    oj = 6 * bb.body_slot[bj]
+    for a in range(6):
+        for k in range(6):
+            wp.atomic_add(H, base + (oi + a) * n + oj + k, s * gi[a] * gj[k])
+
+
+@wp.func
+def add_row(
+    H: wp.array(dtype=float),
+    bb: BodyBlocks,
+    b: BodyData,
+    w: int,
+    row: int,
+    diag: wp.array(dtype=float),
+    row_d: wp.array(dtype=float),
+    ba: int,
+    pa: wp.transform,
+    ga: wp.spatial_vector,
+    bq: int,
+    pq: wp.transform,
+    gq: wp.spatial_vector,
+):
+    """One row acting on bodies ba (and bq, −1: none) with Jacobian parts ga, gq: D of the row and its H terms."""
+    part = body_part(b, ba, pa, ga) + body_part(b, bq, pq, gq)
+    if part <= 0.0:
+        row_d[row] = diag[row]
+        return
+    d = wp.max(diag[row] - part, bb.floor * part)
+    row_d[row] = d
+    s = 1.0 / d
+    if ba >= 0:
+        add_block(H, bb, w, ba, ga, ba, ga, s)
+    if bq >= 0:
+        add_block(H, bb, w, bq, gq, bq, gq, s)
+        if ba >= 0:
+            add_block(H, bb, w, ba, ga, bq, gq, s)
+            add_block(H, bb, w, bq, gq, ba, ga, s)
+
+
+@wp.kernel
+def body_mass_blocks(b: BodyData, bb: BodyBlocks, h: float, bx_start: wp.array(dtype=wp.transform), bv: wp.array(dtype=wp.spatial_vector), H: wp.array(dtype=float)):
+    """H[i, i] += M_b (world inertia at the iterate's pose); H was zeroed."""
+    tid = wp.tid()
+    w = tid // b.body_count
+    i = tid - w * b.body_count
+    pose = body_pose(b, i, w, bx_start, bv, h)
+    for a in range(6):
+        e = wp.spatial_vector()
+        e[a] = 1.0
+        col = world_mass_times(b, i, pose, e)
+        c = bb.body_cluster[i]
+        n = bb.cluster_dofs[c]
+        base = w * bb.block_size + bb.cluster_offset[c]
+        o = 6 * bb.body_slot[i]
+        for k in range(6):
+            wp.atomic_add(H, base + (o + k) * n + o + a, col[k])
+
+
+@wp.kernel
+def attachment_and_joint_blocks(
+    m: ModelData,
+    b: BodyData,
+    bj: BodyJacobian,
+    bb: BodyBlocks,
+    h: float,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    diag: wp.array(dtype=float),
+    row_d: wp.array(dtype=float),
+    H: wp.array(dtype=float),
+):
+    tid = wp.tid()
+    per_world = b.attachment_count + b.joint_count
+    w = tid // per_world
+    e = tid - w * per_world
+    if e < b.attachment_count:
+        i = b.attachment_body[e]
+        pose = body_pose(b, i, w, bx_start, bv, h)
+        arm = bj.attachment_arm[w * b.attachment_count + e]
+        row0 = w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * m.contact_count + 3 * e
+        for r in range(3):
+            ek = unit(r)
+            add_row(H, bb, b, w, row0 + r, diag, row_d, i, pose, spatial(ek, wp.cross(arm, ek)), -1, pose, wp.spatial_vector())
+    else:
+        j = e - b.attachment_count
+        ip = b.joint_parent[j]
+        ic = b.joint_child[j]
+        pp = body_pose(b, ip, w, bx_start, bv, h)
+        pc = body_pose(b, ic, w, bx_start, bv, h)
+        row0 = joint_row0(m, b, w, j)
+        for r in range(6):
+            k = (w * b.joint_count + j) * 6 + r
+            l = bj.joint_lin[k]
+            add_row(H, bb, b, w, row0 + r, diag, row_d, ic, pc, spatial(l, bj.joint_ang_child[k]), ip, pp, spatial(-l, bj.joint_ang_parent[k]))
+
+
+@wp.kernel
+def body_contact_blocks(
+    m: ModelData,
+    b: BodyData,
+    bj: BodyJacobian,
+    bb: BodyBlocks,
+    h: float,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    diag: wp.array(dtype=float),
+    row_d: wp.array(dtype=float),
+    H: wp.array(dtype=float),
+):
+    tid = wp.tid()
+    w = tid // b.body_contact_count
+    k = tid - w * b.body_contact_count
+    F = bj.contact_frame[tid]
+    row0 = body_contact_row0(m, b, w, k)
+    if contact_slot_off(F):
+        for r in range(3):
+            row_d[row0 + r] = diag[row0 + r]
+        return
+    f = k // b.target_count
+    t = k - f * b.target_count
+    ia = b.feature_body[f]
+    ib = int(-1)
+    if t >= m.shape_count:
+        ib = b.body_shape_body[b.target_body_shape[t - m.shape_count]]
+    pa = body_pose(b, ia, w, bx_start, bv, h)
+    pb = body_pose(b, ib, w, bx_start, bv, h)
+    for r in range(3):
+        n = wp.vec3(F[r, 0], F[r, 1], F[r, 2])
+        ga = spatial(n, wp.cross(bj.contact_arm_a[tid], n))
+        gb = spatial(-n, -wp.cross(bj.contact_arm_b[tid], n))
+        add_row(H, bb, b, w, row0 + r, diag, row_d, ia, pa, ga, ib, pb, gb)
+
+
+@wp.kernel
+def particle_body_blocks(
+    m: ModelData,
+    b: BodyData,
+    jac: Jacobian,
+    bb: BodyBlocks,
+    h: float,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    diag: wp.array(dtype=float),
+    row_d: wp.array(dtype=float),
+    H: wp.array(dtype=float),
+):
+    tid = wp.tid()
+    w = tid // m.particle_body_count
+    k = tid - w * m.particle_body_count
+    row0 = particle_body_row0(m, w, k)
+    F = jac.pb_frame[tid]
+    if contact_slot_off(F):
+        for r in range(3):
+            row_d[row0 + r] = diag[row0 + r]
+        return
+    nbs = m.particle_body_count // m.particle_count
+    p = k // nbs
+    s = b.particle_target_shape[k - p * nbs]
+    ib = b.body_shape_body[s]
+    pose = body_pose(b, ib, w, bx_start, bv, h)
+    for r in range(3):
+        n = wp.vec3(F[r, 0], F[r, 1], F[r, 2])
+        add_row(H, bb, b, w, row0 + r, diag, row_d, ib, pose, spatial(-n, -wp.cross(jac.pb_arm[tid], n)), -1, pose, wp.spatial_vector())
+
+
+@wp.kernel
+def cluster_cholesky(bb: BodyBlocks, clusters: int, H: wp.array(dtype=float)):
+    """In-place lower Cholesky factor of each cluster block (a tiny relative jitter keeps it definite in float32)."""
+    tid = wp.tid()
+    w = tid // clusters
+    c = tid - w * clusters
+    n = bb.cluster_dofs[c]
+    base = w * bb.block_size + bb.cluster_offset[c]
+    big = float(0.0)
+    for i in range(n):
+        big = wp.max(big, H[base + i * n + i])
+    jitter = 1.0e-6 * big
+    for j in range(n):
+        s = H[base + j * n + j] + jitter
+        for k in range(j):
+            s -= H[base + j * n + k] * H[base + j * n + k]
+        d = wp.sqrt(wp.max(s, 1.0e-30))
+        H[base + j * n + j] = d
+        for i in range(j + 1, n):
+            t = H[base + i * n + j]
+            for k in range(j):
+                t -= H[base + i * n + k] * H[base + j * n + k]
+            H[base + i * n + j] = t / d
+
+
+@wp.kernel
+def cluster_solve(
+    b: BodyData,
+    bb: BodyBlocks,
+    clusters: int,
+    h: float,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    H: wp.array(dtype=float),
+    f: wp.array(dtype=wp.spatial_vector),
+    work: wp.array(dtype=float),
+    # Out:
+    impulse: wp.array(dtype=wp.spatial_vector),
+):
+    """y = H⁻¹ f per cluster (f = J_bᵀ D⁻¹ r per body); writes M_b y as a body impulse, which the row gathers turn back
+    into the body velocity y (they multiply by M_b⁻¹ at the same pose)."""
+    tid = wp.tid()
+    w = tid // clusters
+    c = tid - w * clusters
+    n = bb.cluster_dofs[c]
+    base = w * bb.block_size + bb.cluster_offset[c]
+    # gather the right-hand side into the work vector (same layout as the block's diagonal)
+    for q in range(bb.cluster_bodies_start[c], bb.cluster_bodies_start[c + 1]):
+        i = bb.cluster_bodies[q]
+        fi = f[w * b.body_count + i]
+        o = 6 * bb.body_slot[i]
+        for a in range(6):
+            work[base + o + a] = fi[a]
+    for i in range(n):  # L z = f
+        s = work[base + i]
+        for k in range(i):
+            s -= H[base + i * n + k] * work[base + k]
+        work[base + i] = s / H[base + i * n + i]
+    for ii in range(n):  # Lᵀ y = z
+        i = n - 1 - ii
+        s = work[base + i]
+        for k in range(i + 1, n):
+            s -= H[base + k * n + i] * work[base + k]
+        work[base + i] = s / H[base + i * n + i]
+    for q in range(bb.cluster_bodies_start[c], bb.cluster_bodies_start[c + 1]):
+        i = bb.cluster_bodies[q]
+        o = 6 * bb.body_slot[i]
+        y = wp.spatial_vector()
+        for a in range(6):
+            y[a] = work[base + o + a]
+        impulse[w * b.body_count + i] = world_mass_times(b, i, body_pose(b, i, w, bx_start, bv, h), y)
+
+
+@wp.kernel
+def divide_rows(rows_per_world: int, tet_row_start: int, tet_row_end: int, r: wp.array(dtype=float), d: wp.array(dtype=float), t: wp.array(dtype=float)):
+    """t = r / d on the multiplier rows, 0 on tet rows."""
+    i = wp.tid()
+    k = i % rows_per_world
+    if k >= tet_row_start and k < tet_row_end:
+        t[i] = 0.0
+    else:
+        t[i] = r[i] / d[i]
+
+
+@wp.kernel
+def woodbury_rows(rows_per_world: int, tet_row_start: int, tet_row_end: int, t: wp.array(dtype=float), u: wp.array(dtype=float), d: wp.array(dtype=float), z: wp.array(dtype=float)):
+    """z = t − u / d (u = J_b H⁻¹ J_bᵀ t on body rows, 0 elsewhere)."""
+    i = wp.tid()
+    k = i % rows_per_world
+    if k >= tet_row_start and k < tet_row_end:
+        z[i] = 0.0
+    else:
+        z[i] = t[i] - u[i] / d[i]
