@@ -18,6 +18,7 @@ from .data import BodyData, BodyJacobian, Jacobian, ModelData
 from .rigid import ang, body_pose, joint_row0, lin, spatial, unit
 from .rigid_contact import body_contact_row0, particle_body_row0
 from .friction import contact_slot_off
+from .primal import skipped_row
 
 
 @wp.struct
@@ -302,22 +303,14 @@ def cluster_solve(
 
 
 @wp.kernel
-def divide_rows(rows_per_world: int, tet_row_start: int, tet_row_end: int, r: wp.array(dtype=float), d: wp.array(dtype=float), t: wp.array(dtype=float)):
-    """t = r / d on the multiplier rows, 0 on tet rows."""
-    i = wp.tid()
-    k = i % rows_per_world
-    if k >= tet_row_start and k < tet_row_end:
-        t[i] = 0.0
-    else:
-        t[i] = r[i] / d[i]
+def divide_rows(rows_per_world: int, skip_start: int, skip_count: int, r: wp.array(dtype=float), d: wp.array(dtype=float), t: wp.array(dtype=float)):
+    """t = r / d on the multiplier rows."""
+    i = skipped_row(wp.tid(), rows_per_world, skip_start, skip_count)
+    t[i] = r[i] / d[i]
 
 
 @wp.kernel
-def woodbury_rows(rows_per_world: int, tet_row_start: int, tet_row_end: int, t: wp.array(dtype=float), u: wp.array(dtype=float), d: wp.array(dtype=float), z: wp.array(dtype=float)):
+def woodbury_rows(rows_per_world: int, skip_start: int, skip_count: int, t: wp.array(dtype=float), u: wp.array(dtype=float), d: wp.array(dtype=float), z: wp.array(dtype=float)):
     """z = t − u / d (u = J_b H⁻¹ J_bᵀ t on body rows, 0 elsewhere)."""
-    i = wp.tid()
-    k = i % rows_per_world
-    if k >= tet_row_start and k < tet_row_end:
-        z[i] = 0.0
-    else:
-        z[i] = t[i] - u[i] / d[i]
+    i = skipped_row(wp.tid(), rows_per_world, skip_start, skip_count)
+    z[i] = t[i] - u[i] / d[i]

@@ -20,6 +20,18 @@ from .types import vec6
 
 
 @wp.func
+def skipped_row(tid: int, rows_per_world: int, skip_start: int, skip_count: int) -> int:
+    """Global row of thread ``tid`` of a launch over the rows outside [skip_start, skip_start + skip_count) of every
+    world (the eliminated tet rows)."""
+    per_world = rows_per_world - skip_count
+    w = tid // per_world
+    k = tid - w * per_world
+    if k >= skip_start:
+        k += skip_count
+    return w * rows_per_world + k
+
+
+@wp.func
 def tet_constitutive_multiplier(strain_rate: vec6, nu: float, youngs: float, volume: float, h: float, beta: float) -> vec6:
     """λ_t = −C_t⁻¹·φ₀ with C_t⁻¹ = h(h+β)·V·D (kernels/tet.py): the impulse that zeroes the tet's rows."""
     s = tet_stiffness_times(strain_rate, nu, youngs)
@@ -84,14 +96,10 @@ def particle_system_top(
 
 
 @wp.kernel
-def negate_rows(rows_per_world: int, tet_row_start: int, tet_row_end: int, g: wp.array(dtype=float), y: wp.array(dtype=float)):
-    """y = −g on the multiplier rows, 0 on the (eliminated) tet rows."""
-    i = wp.tid()
-    r = i % rows_per_world
-    if r >= tet_row_start and r < tet_row_end:
-        y[i] = 0.0
-    else:
-        y[i] = -g[i]
+def negate_rows(rows_per_world: int, skip_start: int, skip_count: int, g: wp.array(dtype=float), y: wp.array(dtype=float)):
+    """y = −g on the multiplier rows (the launch covers only them: rows_per_world − skip_count per world)."""
+    i = skipped_row(wp.tid(), rows_per_world, skip_start, skip_count)
+    y[i] = -g[i]
 
 
 @wp.kernel
@@ -124,14 +132,10 @@ def particle_residual(
 
 
 @wp.kernel
-def rows_rhs(rows_per_world: int, tet_row_start: int, tet_row_end: int, rhs: wp.array(dtype=float), b: wp.array(dtype=float)):
-    """Saddle right-hand side of the multiplier rows: −rhs (= φ), 0 on tet rows."""
-    i = wp.tid()
-    r = i % rows_per_world
-    if r >= tet_row_start and r < tet_row_end:
-        b[i] = 0.0
-    else:
-        b[i] = -rhs[i]
+def rows_rhs(rows_per_world: int, skip_start: int, skip_count: int, rhs: wp.array(dtype=float), b: wp.array(dtype=float)):
+    """Saddle right-hand side of the multiplier rows: −rhs (= φ)."""
+    i = skipped_row(wp.tid(), rows_per_world, skip_start, skip_count)
+    b[i] = -rhs[i]
 
 
 @wp.kernel
@@ -301,11 +305,7 @@ def precondition_particles(
 
 
 @wp.kernel
-def precondition_rows(rows_per_world: int, tet_row_start: int, tet_row_end: int, diag: wp.array(dtype=float), r: wp.array(dtype=float), z: wp.array(dtype=float)):
-    """z = r / diag on the multiplier rows (Schur diagonal with the particles' effective masses), 0 on tet rows."""
-    i = wp.tid()
-    k = i % rows_per_world
-    if k >= tet_row_start and k < tet_row_end:
-        z[i] = 0.0
-    else:
-        z[i] = r[i] / diag[i]
+def precondition_rows(rows_per_world: int, skip_start: int, skip_count: int, diag: wp.array(dtype=float), r: wp.array(dtype=float), z: wp.array(dtype=float)):
+    """z = r / diag on the multiplier rows (Schur diagonal with the particles' effective masses)."""
+    i = skipped_row(wp.tid(), rows_per_world, skip_start, skip_count)
+    z[i] = r[i] / diag[i]

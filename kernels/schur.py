@@ -255,10 +255,12 @@ def gather_rows(
     h: float,
     impulse: wp.array(dtype=wp.vec3),
     x: wp.array(dtype=float),
+    skip_tets: int,
     # Out:
     y: wp.array(dtype=float),
 ):
-    """y = J M⁻¹ (impulse) + C x, with impulse = Jᵀ x from scatter_impulses."""
+    """y = J M⁻¹ (impulse) + C x, with impulse = Jᵀ x from scatter_impulses; skip_tets = 1 leaves the tet rows
+    alone (the primal FEM step eliminates them)."""
     tid = wp.tid()
     w = tid // m.element_count
     e = tid - w * m.element_count
@@ -272,6 +274,8 @@ def gather_rows(
         val = wp.dot(jac.distance_dir[w * m.distance_count + e], dv) + jac.row_compliance[r] * x[r]
         y[r] = val
     elif e < m.distance_count + m.tet_count:
+        if skip_tets != 0:
+            return
         t = e - m.distance_count
         idx = m.tet_indices[t]
         B = m.tet_rest_inverse[t]

@@ -40,6 +40,20 @@ def test_frictional_impact_of_a_soft_cube_is_stable_and_comes_to_rest():
     assert r["height"] == pytest.approx(0.06, rel=0.05)  # still standing on a face, not tipped onto an edge
 
 
+@pytest.mark.parametrize(
+    "dt, linear_iterations, rel",
+    [(1.0 / 120.0, 20, 0.10), (0.02, 40, 0.05)],
+    ids=["h=1/120,4x20", "h=20ms,4x40"],
+)
+def test_stiff_cantilever_holds_its_static_deflection(dt, linear_iterations, rel):
+    # 100×10×10 mm, E = 5 MPa, 30×3×3 cubes (1620 tets): the scene the dual solver left 40× too soft at this budget
+    ref = V.cantilever_reference()
+    r = V.run_cantilever(seconds=2.0, solver_kwargs=dict(dt=dt, linear_iterations=linear_iterations))
+    print(f"\ncantilever h={dt:.4f} 4x{linear_iterations}: tip/reference = {r['tip'] / ref:.4f}, swing/reference = {r['swing'] / ref:.2e}")
+    assert r["tip"] == pytest.approx(ref, rel=rel)
+    assert r["swing"] < 0.01 * ref  # at rest: no steady swing over the last 0.5 s
+
+
 def test_offset_box_stack_stays_stacked_for_ten_seconds():
     r = V.run_box_stack(seconds=10.0, count=3, offset=0.003)
     assert r["sink"] < 1e-3

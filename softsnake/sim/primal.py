@@ -91,8 +91,8 @@ class PrimalStep:
         self.sc = wp.zeros(W * kmr.SLOTS, dtype=float, device=dev)
         self.dots = wp.zeros(W, dtype=float, device=dev)
         self.alfa = wp.zeros(W, dtype=float, device=dev)
-        self.tet_rows = (m.distance_count, m.distance_count + 6 * m.tet_count)
         self.skip = (m.distance_count, 6 * m.tet_count)
+        self.free_rows = m.row_count - 6 * m.tet_count  # rows per world that keep a multiplier
         self._setup_body_blocks()
 
     def _setup_body_blocks(self) -> None:
@@ -170,8 +170,7 @@ class PrimalStep:
     def _precondition_body_rows(self, rl: wp.array, zl: wp.array) -> None:
         """zl = (D + J_b M_b⁻¹ J_bᵀ)⁻¹ rl by the Woodbury identity (kernels/body_precond.py)."""
         s, m, dev, W = self.s, self.s.model, self.s.model.device, self.s.model.worlds
-        nr = W * m.row_count
-        wp.launch(kbp.divide_rows, dim=nr, inputs=[m.row_count, *self.tet_rows, rl, self.row_d, self.t_rows], device=dev)
+        wp.launch(kbp.divide_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, rl, self.row_d, self.t_rows], device=dev)
         wp.launch(krigid.scatter_body_impulses, dim=W * m.body_count, inputs=[m.data, m.body_data, s.bjac, s.jac, self.t_rows], outputs=[self.f_body], device=dev)
         wp.launch(kbp.cluster_solve, dim=W * self.clusters, inputs=[m.body_data, self.bb, self.clusters, s.dt, s.body_x_start, s.body_v, self.H, self.f_body, self.H_work], outputs=[self.imp_body], device=dev)
         self.u_rows.zero_()
@@ -181,7 +180,7 @@ class PrimalStep:
             wp.launch(kbc.gather_body_contacts, dim=W * m.body_contact_count, inputs=[m.data, m.body_data, s.bjac, s.dt, s.body_x_start, s.body_v, self.imp_body, s.jac.row_compliance, self.zero_rows], outputs=[self.u_rows], device=dev)
         if m.attachment_count + m.joint_count > 0:
             wp.launch(krigid.gather_body_rows, dim=W * (m.attachment_count + m.joint_count), inputs=[m.data, m.body_data, s.bjac, s.dt, s.body_x_start, s.body_v, self.zero_particles, self.imp_body, s.jac.row_compliance, self.zero_rows], outputs=[self.u_rows], device=dev)
-        wp.launch(kbp.woodbury_rows, dim=nr, inputs=[m.row_count, *self.tet_rows, self.t_rows, self.u_rows, self.row_d, zl], device=dev)
+        wp.launch(kbp.woodbury_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, self.t_rows, self.u_rows, self.row_d, zl], device=dev)
 
     # ------------------------------------------------------------- operators
     def matvec(self, xv: wp.array, xl: wp.array, yv: wp.array, yl: wp.array) -> None:
@@ -194,13 +193,13 @@ class PrimalStep:
         s._scatter(self.sg)  # s.impulse = −K xv + J_pᵀ xl, s.body_impulse = J_bᵀ xl
         wp.launch(kp.particle_system_top, dim=W * m.particle_count, inputs=[m.particle_count, self.mass, xv, s.impulse], outputs=[yv, self.mass_xv], device=dev)
         self._gather(self.mass_xv, xl, self.g)
-        wp.launch(kp.negate_rows, dim=W * m.row_count, inputs=[m.row_count, *self.tet_rows, self.g, yl], device=dev)
+        wp.launch(kp.negate_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, self.g, yl], device=dev)
 
     def _gather(self, particle_impulse: wp.array, xl: wp.array, out: wp.array) -> None:
         """out = J M⁻¹(particle_impulse, body_impulse) + C xl over every row family (tet rows written, ignored)."""
         s, m, dev = self.s, self.s.model, self.s.model.device
         W = m.worlds
-        wp.launch(kschur.gather_rows, dim=W * m.element_count, inputs=[m.data, s.jac, s.dt, particle_impulse, xl], outputs=[out], device=dev)
+        wp.launch(kschur.gather_rows, dim=W * m.element_count, inputs=[m.data, s.jac, s.dt, particle_impulse, xl, 1], outputs=[out], device=dev)
         if m.particle_body_count > 0:
             wp.launch(kbc.gather_particle_body_contacts, dim=W * m.particle_body_count, inputs=[m.data, m.body_data, s.jac, s.dt, s.body_x_start, s.body_v, particle_impulse, s.body_impulse, xl], outputs=[out], device=dev)
         if m.body_contact_count > 0:
@@ -242,7 +241,7 @@ class PrimalStep:
         if self.has_bodies and self.s.config.body_preconditioner:
             self._precondition_body_rows(rl, zl)
         else:
-            wp.launch(kp.precondition_rows, dim=W * m.row_count, inputs=[m.row_count, *self.tet_rows, s.diag, rl, zl], device=dev)
+            wp.launch(kp.precondition_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, s.diag, rl, zl], device=dev)
 
     # ------------------------------------------------------------- Newton
     def assemble(self, it: int, scale: wp.array, residual: wp.array) -> None:
@@ -252,7 +251,7 @@ class PrimalStep:
         s._assemble(it, scale, residual)
         s._scatter(s.lam)
         wp.launch_tiled(kp.particle_residual, dim=[m.worlds], inputs=[m.particle_count, self.mass, self.diag_v, s.v, self.v_pred, s.impulse], outputs=[self.b[0], residual], block_dim=s.block_dim, device=dev)
-        wp.launch(kp.rows_rhs, dim=m.worlds * m.row_count, inputs=[m.row_count, *self.tet_rows, s.rhs, self.b[1]], device=dev)
+        wp.launch(kp.rows_rhs, dim=m.worlds * self.free_rows, inputs=[m.row_count, *self.skip, s.rhs, self.b[1]], device=dev)
         if self.has_bodies and s.config.body_preconditioner:
             self._factor_body_blocks()
 

@@ -85,7 +85,7 @@ class SolverConfig:
     #: "primal": tets are elastic forces of the positions and each Newton iteration solves the saddle-point system of
     #: particle velocities and the other rows' multipliers with two-level-preconditioned MINRES (notes §11);
     #: "dual": tets are compliant rows like the others, solved with Jacobi-PCR on the multipliers
-    fem: str = "dual"
+    fem: str = "primal"
     #: coarse-grid cells along each soft body's longest axis for the primal preconditioner (0: Jacobi only)
     coarse_cells: int = 4
     #: primal FEM: precondition the rows that act on rigid bodies with the bodies' exact mass coupling (Woodbury)
@@ -288,7 +288,7 @@ class Solver:
         """y = (J M⁻¹ Jᵀ + C) x and dot_out[w] += x·y per world."""
         m = self.model
         self._scatter(x)
-        wp.launch(kschur.gather_rows, dim=m.worlds * m.element_count, inputs=[m.data, self.jac, self.dt, self.impulse, x], outputs=[y], device=m.device)
+        wp.launch(kschur.gather_rows, dim=m.worlds * m.element_count, inputs=[m.data, self.jac, self.dt, self.impulse, x, 0], outputs=[y], device=m.device)
         if m.particle_body_count > 0:
             wp.launch(
                 kbc.gather_particle_body_contacts,
