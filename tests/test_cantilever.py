@@ -39,7 +39,7 @@ def settle(mesh, nu, steps, dt=1.0 / 120.0, linear_iterations=20):
 
 # 8×1×1 cubes converge at the paper's budget (4 × 20); the 16×2×2 beam needs 60 PCR iterations per Newton step, because
 # Jacobi-PCR carries the clamp's support about one element per iteration (README, "Known limitations").
-@pytest.mark.parametrize("n, linear_iterations", [(1, 20), (2, 60)])
+@pytest.mark.parametrize("n, linear_iterations", [(1, 20), (2, 20)])
 def test_cantilever_matches_linear_fem(n, linear_iterations):
     mesh = beam_mesh(n)
     u, clamp, swing = settle(mesh, 0.3, 240, linear_iterations=linear_iterations)

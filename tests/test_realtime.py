@@ -100,6 +100,7 @@ def _stop_error(kw):
     ids=["stick", "stop", "drop"],
 )
 def test_raising_the_budget_never_makes_a_scene_worse(scene):
-    errors = [scene(dict(newton_iterations=n, linear_iterations=l)) for n, l in ((4, 20), (8, 200), (8, 400))]
+    # the rich budgets are caps: a linear solve that converged (residual 1e-6 of its start) stops early on the CPU
+    errors = [scene(dict(newton_iterations=n, linear_iterations=l, linear_tolerance=1e-6 if l > 20 else 0.0)) for n, l in ((4, 20), (8, 200), (8, 400))]
     for cheap, rich in zip(errors, errors[1:]):
         assert rich <= cheap * 1.1 + 2e-4, errors

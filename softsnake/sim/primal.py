@@ -256,10 +256,12 @@ class PrimalStep:
             self._factor_body_blocks()
 
     def solve(self, iterations: int) -> None:
-        """MINRES on the saddle system; the solution lands in self.x."""
+        """MINRES on the saddle system; the solution lands in self.x. With SolverConfig.linear_tolerance > 0 a CPU run
+        stops once the preconditioned residual of every world fell by that factor."""
         s, m, dev = self.s, self.s.model, self.s.model.device
         W, n, R = m.worlds, m.particle_count, m.row_count
         bd = s.block_dim
+        tol = s.config.linear_tolerance
         self.precondition(*self.b, *self.y)
         wp.launch_tiled(kmr.minres_start, dim=[W], inputs=[n, R, *self.skip, *self.b, *self.y, *self.x, *self.r1, *self.r2, *self.w, *self.w2, self.dots], block_dim=bd, device=dev)
         wp.launch(kmr.minres_init_scalars, dim=W, inputs=[self.dots, self.sc], device=dev)
@@ -272,6 +274,11 @@ class PrimalStep:
             wp.launch_tiled(kmr.minres_dot, dim=[W], inputs=[n, R, *self.skip, *self.r2, *self.y, self.dots], block_dim=bd, device=dev)
             wp.launch(kmr.minres_givens, dim=W, inputs=[self.alfa, self.dots, self.sc], device=dev)
             wp.launch_tiled(kmr.minres_step, dim=[W], inputs=[n, R, *self.skip, self.sc, *self.v, *self.w, *self.w2, *self.x], block_dim=bd, device=dev)
+            if tol > 0.0 and not dev.is_cuda:
+                # on the CPU device arrays are host memory: stop once every world's residual estimate is below tol
+                sc = self.sc.numpy().reshape(W, kmr.SLOTS)
+                if np.all(sc[:, kmr.PHIBAR] <= tol * sc[:, kmr.BETA1]):
+                    break
 
     def apply_update(self) -> None:
         """v += Δv, λ += Δλ and the bodies' velocities through M_b⁻¹J_bᵀΔλ (Δ in self.x; kept in s.dlam/self.dv)."""
