@@ -1,4 +1,4 @@
-"""Rigid-body block of the row preconditioner of the primal-FEM saddle system (solver notes §11).
+"""Rigid-body block of the row preconditioner of the primal-FEM saddle system (docs/solver.md).
 
 The multiplier rows see the Schur matrix S = J_p A⁻¹ J_pᵀ + J_b M_b⁻¹ J_bᵀ + C. Its body part couples every row that
 acts on the same body (a carriage glued to a link face by dozens of attachments, the joints to its wheels, their ground

@@ -284,3 +284,15 @@ def minres_step(
         w2l[i] = w2_
         wl[i] = wn_
         xl[i] = xl[i] + wn_ * phi
+
+
+@wp.kernel
+def minres_record(sc: wp.array(dtype=float), done: int, rr: wp.array(dtype=float), iterations: wp.array(dtype=int)):
+    """Diagnostics in the solver's PCR layout for one Newton iteration: rr[0] = β₁², rr[done] = φ̄² (the preconditioned
+    residual norms before and after, squared) and the iteration count."""
+    w = wp.tid()
+    base = w * SLOTS
+    n = iterations.shape[0]
+    rr[w] = sc[base + BETA1] * sc[base + BETA1]
+    rr[done * n + w] = sc[base + PHIBAR] * sc[base + PHIBAR]
+    iterations[w] = done

@@ -1,4 +1,4 @@
-"""Primal FEM (solver notes §11): tets as elastic forces of the positions, eliminated from the multiplier system.
+"""Primal FEM (docs/solver.md): tets as elastic forces of the positions, eliminated from the multiplier system.
 
 With the tet rows eliminated (λ_t = −C_t⁻¹·(c_t + β J_t v)/(h + β), the value that zeroes the row, C_t = E_t/(h(h+β))),
 every Newton iteration solves the symmetric saddle-point system

@@ -1,4 +1,4 @@
-"""Host-side set-up of the primal FEM preconditioner (solver notes §11): per-particle diagonal of the elastic system
+"""Host-side set-up of the primal FEM preconditioner (docs/solver.md): per-particle diagonal of the elastic system
 matrix A = M + h(h+β)·K and a two-level coarse space per soft body.
 
 With the FEM rows eliminated, each Newton step of the particles solves with A = M + Σ_t J_tᵀ C_t⁻¹ J_t, the implicit

@@ -1,4 +1,4 @@
-"""The primal-FEM Newton step (solver notes §11; kernels/primal.py, kernels/minres.py, coarse_space.py).
+"""The primal-FEM Newton step (docs/solver.md; kernels/primal.py, kernels/minres.py, coarse_space.py).
 
 Tets are elastic forces of the positions; every other row keeps its multiplier. Each Newton iteration evaluates the rows
 and the particles' momentum residual at the iterate and solves the saddle-point system for (Δv, Δλ) with preconditioned
@@ -255,7 +255,7 @@ class PrimalStep:
         if self.has_bodies and s.config.body_preconditioner:
             self._factor_body_blocks()
 
-    def solve(self, iterations: int) -> None:
+    def solve(self, iterations: int, it: int = 0) -> None:
         """MINRES on the saddle system; the solution lands in self.x. With SolverConfig.linear_tolerance > 0 a CPU run
         stops once the preconditioned residual of every world fell by that factor."""
         s, m, dev = self.s, self.s.model, self.s.model.device
@@ -265,6 +265,7 @@ class PrimalStep:
         self.precondition(*self.b, *self.y)
         wp.launch_tiled(kmr.minres_start, dim=[W], inputs=[n, R, *self.skip, *self.b, *self.y, *self.x, *self.r1, *self.r2, *self.w, *self.w2, self.dots], block_dim=bd, device=dev)
         wp.launch(kmr.minres_init_scalars, dim=W, inputs=[self.dots, self.sc], device=dev)
+        done = iterations
         for k in range(iterations):
             wp.launch_tiled(kmr.minres_scale, dim=[W], inputs=[n, R, *self.skip, self.sc, *self.y, *self.v], block_dim=bd, device=dev)
             self.matvec(*self.v, *self.y)
@@ -278,7 +279,9 @@ class PrimalStep:
                 # on the CPU device arrays are host memory: stop once every world's residual estimate is below tol
                 sc = self.sc.numpy().reshape(W, kmr.SLOTS)
                 if np.all(sc[:, kmr.PHIBAR] <= tol * sc[:, kmr.BETA1]):
+                    done = k + 1
                     break
+        wp.launch(kmr.minres_record, dim=W, inputs=[self.sc, done, s._rr[it], s._iters[it]], device=dev)
 
     def apply_update(self) -> None:
         """v += Δv, λ += Δλ and the bodies' velocities through M_b⁻¹J_bᵀΔλ (Δ in self.x; kept in s.dlam/self.dv)."""
@@ -319,7 +322,7 @@ class PrimalStep:
             self.assemble(it, scale, s._res[it])
             if it > 0:
                 self.backtrack(it, scale)
-            self.solve(L)
+            self.solve(L, it)
             self.apply_update()
         self.assemble(N, scale, s._res[N])
         self.backtrack(N, scale)

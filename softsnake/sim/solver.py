@@ -83,7 +83,7 @@ class SolverConfig:
     #: capture the step as a CUDA graph on GPU devices
     cuda_graph: bool = True
     #: "primal": tets are elastic forces of the positions and each Newton iteration solves the saddle-point system of
-    #: particle velocities and the other rows' multipliers with two-level-preconditioned MINRES (notes §11);
+    #: particle velocities and the other rows' multipliers with two-level-preconditioned MINRES (docs/solver.md);
     #: "dual": tets are compliant rows like the others, solved with Jacobi-PCR on the multipliers
     fem: str = "primal"
     #: coarse-grid cells along each soft body's longest axis for the primal preconditioner (0: Jacobi only)
