@@ -146,6 +146,14 @@ def add_velocity(scale: float, dv: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp
 
 
 @wp.kernel
+def zero_converged_velocity(particles_per_world: int, tol_sq: float, residual_sq: wp.array(dtype=float), dv: wp.array(dtype=wp.vec3)):
+    """Drop the Newton update of worlds whose residual was already below the Newton tolerance."""
+    i = wp.tid()
+    if residual_sq[i // particles_per_world] <= tol_sq:
+        dv[i] = wp.vec3()
+
+
+@wp.kernel
 def backtrack_velocity(particles_per_world: int, residual_new: wp.array(dtype=float), residual_old: wp.array(dtype=float), dv: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3)):
     """v −= ½dv (and dv ← ½dv) in worlds whose merit grew with the last update."""
     i = wp.tid()

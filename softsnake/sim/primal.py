@@ -246,7 +246,7 @@ class PrimalStep:
     # ------------------------------------------------------------- Newton
     def assemble(self, it: int, scale: wp.array, residual: wp.array) -> None:
         """Rows at the iterate (tets: constitutive impulses) and the particles' momentum residual; residual[w] gets
-        Σφ² + Σ|r_v/m|² [m²/s²] and (self.b) the saddle right-hand side."""
+        Σφ² + Σ|r_v/A_pp|² [m²/s²] and (self.b) the saddle right-hand side."""
         s, m, dev = self.s, self.s.model, self.s.model.device
         s._assemble(it, scale, residual)
         s._scatter(s.lam)
@@ -283,11 +283,16 @@ class PrimalStep:
                     break
         wp.launch(kmr.minres_record, dim=W, inputs=[self.sc, done, s._rr[it], s._iters[it]], device=dev)
 
-    def apply_update(self) -> None:
-        """v += Δv, λ += Δλ and the bodies' velocities through M_b⁻¹J_bᵀΔλ (Δ in self.x; kept in s.dlam/self.dv)."""
+    def apply_update(self, it: int) -> None:
+        """v += Δv, λ += Δλ and the bodies' velocities through M_b⁻¹J_bᵀΔλ (Δ in self.x; kept in s.dlam/self.dv);
+        worlds already below ``newton_tolerance`` keep their iterate."""
         s, m, dev = self.s, self.s.model, self.s.model.device
         wp.copy(self.dv, self.x[0])
         wp.copy(s.dlam, self.x[1])
+        tol = s.config.newton_tolerance
+        if tol > 0.0:
+            wp.launch(kp.zero_converged_velocity, dim=m.worlds * m.particle_count, inputs=[m.particle_count, tol * tol, s._res[it], self.dv], device=dev)
+            wp.launch(kpcr.zero_converged, dim=m.worlds * m.row_count, inputs=[m.row_count, tol * tol, s._res[it], s.dlam], device=dev)
         wp.launch(kp.add_velocity, dim=m.worlds * m.particle_count, inputs=[1.0, self.dv, s.v], device=dev)
         wp.launch(kpcr.add_to, dim=m.worlds * m.row_count, inputs=[s.dlam, s.lam], device=dev)
         self.apply_bodies(s.dlam)
@@ -318,11 +323,14 @@ class PrimalStep:
         if cfg.warm_start > 0.0 or cfg.contact_warm_start > 0.0:
             self.apply_bodies(s.lam)  # bodies: v_b = ṽ_b + M_b⁻¹J_bᵀλ_carried (tet rows do not act on bodies)
         self.fit_rotations()
+        tol_sq = cfg.newton_tolerance**2
         for it in range(N):
             self.assemble(it, scale, s._res[it])
             if it > 0:
                 self.backtrack(it, scale)
+            if tol_sq > 0.0 and not dev.is_cuda and np.all(s._res[it].numpy() <= tol_sq):
+                return  # every world converged (CPU: device arrays are host memory)
             self.solve(L, it)
-            self.apply_update()
+            self.apply_update(it)
         self.assemble(N, scale, s._res[N])
         self.backtrack(N, scale)
