@@ -38,6 +38,16 @@ def tet_constitutive_multiplier(strain_rate: vec6, nu: float, youngs: float, vol
     return -(h * (h + beta) * volume) * s
 
 
+@wp.func
+def write_tet_forces(R: wp.mat33, B: wp.mat33, lam: vec6, base: int, tet_force: wp.array(dtype=wp.vec3)):
+    """tet_force[base + a] = Σ_r ∂c_r/∂x_a · λ_r for the tet's four vertices (its part of Jᵀλ)."""
+    for a in range(4):
+        f = wp.vec3()
+        for r in range(6):
+            f += tet_row_gradient(R, B, r, a) * lam[r]
+        tet_force[base + a] = f
+
+
 @wp.kernel
 def tet_stiffness_product(
     m: ModelData,
@@ -45,9 +55,9 @@ def tet_stiffness_product(
     h: float,
     xv: wp.array(dtype=wp.vec3),
     # Out:
-    s: wp.array(dtype=float),
+    tet_force: wp.array(dtype=wp.vec3),
 ):
-    """s_t = −C_t⁻¹ J_t xv on the tet rows (scatter_impulses then gives −Σ J_tᵀ C_t⁻¹ J_t xv = −K·xv)."""
+    """Per tet and vertex, J_tᵀ s_t with s_t = −C_t⁻¹ J_t xv (scatter_impulses then sums −Σ J_tᵀ C_t⁻¹ J_t xv = −K·xv)."""
     tid = wp.tid()
     w = tid // m.tet_count
     t = tid - w * m.tet_count
@@ -68,9 +78,7 @@ def tet_stiffness_product(
             + wp.dot(tet_row_gradient(R, B, r, 3), x3)
         )
     lam = tet_constitutive_multiplier(jx, m.tet_poisson[t], m.tet_youngs[t], m.tet_volume[t], h, m.tet_damping[t])
-    row0 = w * m.row_count + m.distance_count + 6 * t
-    for r in range(6):
-        s[row0 + r] = lam[r]
+    write_tet_forces(R, B, lam, 4 * tid, tet_force)
 
 
 @wp.kernel

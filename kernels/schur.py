@@ -23,7 +23,7 @@ from .tet import (
     tet_strain,
 )
 from .data import ContactSettings, Jacobian, ModelData, load6
-from .primal import tet_constitutive_multiplier
+from .primal import tet_constitutive_multiplier, write_tet_forces
 from .types import vec6
 
 
@@ -49,6 +49,7 @@ def assemble_rows(
     rhs: wp.array(dtype=float),
     diag: wp.array(dtype=float),
     residual_sq: wp.array(dtype=float),  # per world
+    tet_force: wp.array(dtype=wp.vec3),  # primal FEM: J_tᵀλ_t per tet and vertex
 ):
     """linearise = 1: compute the step's Jacobians at the linearisation point x⁻ + h·v_lin (``jac``), choose the contact
     candidates (others get zero multipliers) and write no rows. linearise = 0: write the rows (right-hand side −φ at
@@ -144,6 +145,7 @@ def assemble_rows(
                 lam[row0 + r] = lam_t[r]
                 rhs[row0 + r] = 0.0
                 diag[row0 + r] = 1.0
+            write_tet_forces(R, B, lam_t, 4 * (w * m.tet_count + t), tet_force)
             return
         clam = tet_compliance_times(load6(lam, row0), nu, scale)
         i0 = m.particle_inv_mass[idx[0]]
@@ -203,11 +205,15 @@ def scatter_impulses(
     m: ModelData,
     jac: Jacobian,
     x: wp.array(dtype=float),
+    tet_force: wp.array(dtype=wp.vec3),
+    use_tet_force: int,
     # Out:
     impulse: wp.array(dtype=wp.vec3),
 ):
     """impulse = Jᵀ x per particle, summed over the particle's incidence list in a fixed order (no atomics, so the
-    result is reproducible and independent of the other worlds)."""
+    result is reproducible and independent of the other worlds). use_tet_force = 1 takes each tet's part from
+    ``tet_force`` (per tet and vertex, already J_tᵀ x_t: the primal step writes it where it computes x_t) instead of
+    recomputing the strain gradients."""
     tid = wp.tid()
     w = tid // m.particle_count
     p = tid - w * m.particle_count
@@ -225,11 +231,14 @@ def scatter_impulses(
                 acc -= n
         elif e < m.distance_count + m.tet_count:
             t = e - m.distance_count
-            R = jac.tet_rotation[w * m.tet_count + t]
-            B = m.tet_rest_inverse[t]
-            xt = load6(x, rbase + m.distance_count + 6 * t)
-            for r in range(6):
-                acc += tet_row_gradient(R, B, r, local) * xt[r]
+            if use_tet_force != 0:
+                acc += tet_force[4 * (w * m.tet_count + t) + local]
+            else:
+                R = jac.tet_rotation[w * m.tet_count + t]
+                B = m.tet_rest_inverse[t]
+                xt = load6(x, rbase + m.distance_count + 6 * t)
+                for r in range(6):
+                    acc += tet_row_gradient(R, B, r, local) * xt[r]
         elif e < m.element_count:
             cidx = e - m.distance_count - m.tet_count
             row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * cidx

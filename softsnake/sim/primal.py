@@ -86,7 +86,7 @@ class PrimalStep:
         self.r2 = (vec(), row())
         self.w = (vec(), row())
         self.w2 = (vec(), row())
-        self.sg = row()  # tet stiffness product + row part, input of the scatter
+        self.tet_force = wp.zeros(4 * W * m.tet_count, dtype=wp.vec3, device=dev)  # −J_tᵀC_t⁻¹J_t xv per tet vertex
         self.g = row()  # gathered rows
         self.sc = wp.zeros(W * kmr.SLOTS, dtype=float, device=dev)
         self.dots = wp.zeros(W, dtype=float, device=dev)
@@ -187,10 +187,8 @@ class PrimalStep:
         """(yv, yl) = [[A, −J_pᵀ], [−J_p, −S]] (xv, xl)."""
         s, m, dev = self.s, self.s.model, self.s.model.device
         W = m.worlds
-        wp.copy(self.sg, xl)
-        if m.tet_count > 0:
-            wp.launch(kp.tet_stiffness_product, dim=W * m.tet_count, inputs=[m.data, s.jac, s.dt, xv], outputs=[self.sg], device=dev)
-        s._scatter(self.sg)  # s.impulse = −K xv + J_pᵀ xl, s.body_impulse = J_bᵀ xl
+        wp.launch(kp.tet_stiffness_product, dim=W * m.tet_count, inputs=[m.data, s.jac, s.dt, xv], outputs=[self.tet_force], device=dev)
+        s._scatter(xl, self.tet_force)  # s.impulse = −K xv + J_pᵀ xl, s.body_impulse = J_bᵀ xl
         wp.launch(kp.particle_system_top, dim=W * m.particle_count, inputs=[m.particle_count, self.mass, xv, s.impulse], outputs=[yv, self.mass_xv], device=dev)
         self._gather(self.mass_xv, xl, self.g)
         wp.launch(kp.negate_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, self.g, yl], device=dev)
@@ -249,7 +247,7 @@ class PrimalStep:
         Σφ² + Σ|r_v/A_pp|² [m²/s²] and (self.b) the saddle right-hand side."""
         s, m, dev = self.s, self.s.model, self.s.model.device
         s._assemble(it, scale, residual)
-        s._scatter(s.lam)
+        s._scatter(s.lam, s._tet_force)
         wp.launch_tiled(kp.particle_residual, dim=[m.worlds], inputs=[m.particle_count, self.mass, self.diag_v, s.v, self.v_pred, s.impulse], outputs=[self.b[0], residual], block_dim=s.block_dim, device=dev)
         wp.launch(kp.rows_rhs, dim=m.worlds * self.free_rows, inputs=[m.row_count, *self.skip, s.rhs, self.b[1]], device=dev)
         if self.has_bodies and s.config.body_preconditioner:

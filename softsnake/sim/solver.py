@@ -241,6 +241,8 @@ class Solver:
         self._dummy_f = wp.zeros(np_, dtype=wp.vec3, device=dev)
         self._zero_wrench = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)
         self._unit_scale = wp.ones(W * m.distance_count, dtype=float, device=dev)
+        # J_tᵀλ_t per tet and vertex, written by the primal FEM assembly (kernels/primal.py)
+        self._tet_force = wp.zeros(max(4 * W * m.tet_count, 1), dtype=wp.vec3, device=dev)
 
     # ------------------------------------------------------------------- steps
     def step(self, state: State, control: Control | None = None) -> None:
@@ -315,10 +317,11 @@ class Solver:
             )
         wp.launch_tiled(kpcr.dot_per_world, dim=[m.worlds], inputs=[m.row_count, x, y, dot_out], block_dim=self.block_dim, device=m.device)
 
-    def _scatter(self, x: wp.array) -> None:
-        """Per-particle and per-body impulses Jᵀx."""
+    def _scatter(self, x: wp.array, tet_force: wp.array | None = None) -> None:
+        """Per-particle and per-body impulses Jᵀx; with ``tet_force`` the tets' part is read from it (primal step)."""
         m = self.model
-        wp.launch(kschur.scatter_impulses, dim=m.worlds * m.particle_count, inputs=[m.data, self.jac, x], outputs=[self.impulse], device=m.device)
+        use = 0 if tet_force is None else 1
+        wp.launch(kschur.scatter_impulses, dim=m.worlds * m.particle_count, inputs=[m.data, self.jac, x, self._tet_force if tet_force is None else tet_force, use], outputs=[self.impulse], device=m.device)
         if m.body_count > 0:
             wp.launch(krigid.scatter_body_impulses, dim=m.worlds * m.body_count, inputs=[m.data, m.body_data, self.bjac, self.jac, x], outputs=[self.body_impulse], device=m.device)
 
@@ -355,7 +358,7 @@ class Solver:
             kschur.assemble_rows,
             dim=m.worlds * m.element_count,
             inputs=[self._assembly_data, self.contact_settings, self.dt, newton_iteration, linearise, 1 if self._primal is not None else 0, self.x_start, self.v_start, self.v, scale, self.contact_lam_n_prev],
-            outputs=[self.lam, self.jac, self.rhs, self.diag, residual],
+            outputs=[self.lam, self.jac, self.rhs, self.diag, residual, self._tet_force],
             device=m.device,
         )
 
