@@ -29,10 +29,10 @@ def _sync(device):
     wp.synchronize_device(device)
 
 
-def bench(device: str, worlds: int, steps: int, newton: int, linear: int, dt: float, scene: str = "slab") -> dict:
+def bench(device: str, worlds: int, steps: int, newton: int, linear: int, dt: float, scene: str = "slab", fem: str = "primal") -> dict:
     model = SCENES[scene]().finalize(device=device, worlds=worlds)
     state = model.state()
-    solver = ss.Solver(model, dt=dt, newton_iterations=newton, linear_iterations=linear, check_finite=False)
+    solver = ss.Solver(model, dt=dt, newton_iterations=newton, linear_iterations=linear, check_finite=False, fem=fem)
     for _ in range(5):  # compile, capture, settle onto the ground
         solver.step(state)
     _sync(model.device)
@@ -85,11 +85,12 @@ def main():
     ap.add_argument("--linear", type=int, default=20)
     ap.add_argument("--dt", type=float, default=1.0 / 120.0)
     ap.add_argument("--scene", choices=sorted(SCENES), default="slab", help="slab: soft mesh on the ground; slab+chain: plus hinged rigid carriages attached to it")
+    ap.add_argument("--fem", choices=("primal", "dual"), default="primal", help="solver formulation (docs/solver.md)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     quiet_warp()
     wp.init()
-    rows = [bench(a.device, int(w), a.steps, a.newton, a.linear, a.dt, a.scene) for w in a.worlds.split(",")]
+    rows = [bench(a.device, int(w), a.steps, a.newton, a.linear, a.dt, a.scene, a.fem) for w in a.worlds.split(",")]
     dev = wp.get_device(a.device)
     meta = {"device": dev.name, "date": datetime.date.today().isoformat(), "warp": wp.__version__, "host": platform.processor() or platform.machine(), "dt": a.dt}
     if a.json:
