@@ -15,7 +15,7 @@ plus a trilinear coarse grid per soft body, coarse_space.py), where long stiff b
 import warp as wp
 
 from .data import Jacobian, ModelData
-from .tet import tet_row_gradient, tet_stiffness_times
+from .tet import polar_rotation, tet_row_gradient, tet_stiffness_times
 from .types import vec6
 
 
@@ -216,15 +216,7 @@ def fit_body_rotation(
         p = body_particles[k]
         mp = wp.max(mass[p], 1.0e-12)
         Apq += wp.outer(x_start[w * particles_per_world + p] - cx, rest[p] - cX) * mp
-    U = wp.mat33()
-    sig = wp.vec3()
-    V = wp.mat33()
-    wp.svd3(Apq, U, sig, V)
-    R = U * wp.transpose(V)
-    if wp.determinant(R) < 0.0:
-        U = wp.mat33(U[0, 0], U[0, 1], -U[0, 2], U[1, 0], U[1, 1], -U[1, 2], U[2, 0], U[2, 1], -U[2, 2])
-        R = U * wp.transpose(V)
-    rotation[tid] = R
+    rotation[tid] = polar_rotation(Apq)
 
 
 @wp.kernel
