@@ -1,7 +1,9 @@
-"""The solver at the paper's real-time budget (h = 1/120 s, 4 Newton × 20 PCR, default settings: warm start on).
+"""The solver at the paper's real-time budget (h = 1/120 s, 4 Newton × 20 linear iterations, default settings: primal
+FEM, warm start on).
 
 Every scene compares with an independent reference: Coulomb's law for the incline and the slide to a stop, rest and
-penetration bounds for a frictional impact, a rigid stack that must stay put. The scenes live in
+penetration bounds for a frictional impact, a rigid stack that must stay put, an independent linear-FEM solve for a
+clamped stiff beam. The scenes live in
 ``softsnake.validation`` (shared with ``benchmarks/convergence.py``)."""
 
 import numpy as np

@@ -1,6 +1,11 @@
-"""Non-smooth Newton solver with a matrix-free Jacobi-PCR linear solve per iteration (paper Sec. IV-D, Eq. 8).
+"""Non-smooth Newton solver (paper Sec. IV-D) with two formulations of the per-iteration linear solve.
 
-One step of size h (solver notes §1, §6):
+Default, ``fem = "primal"`` (docs/solver.md, softsnake/sim/primal.py): tets are elastic forces of the positions, every
+other row keeps its multiplier, and each Newton iteration solves the saddle-point system of particle velocities and
+multipliers with preconditioned MINRES. ``fem = "dual"`` (and every model without tets) is the paper's form described
+below.
+
+One dual step of size h (solver notes §1, §6):
   1. predict ṽ = v⁻ + h(g + M⁻¹f); take every Jacobian at x⁻ + h·v⁻; warm-start the multipliers and apply
      v = ṽ + M⁻¹Jᵀλ;
   2. for each Newton iteration: evaluate every row at x = x⁻ + h v with the step's fixed Jacobians (distance,
