@@ -15,7 +15,7 @@ small dense Cholesky factorisation per Newton iteration.
 import warp as wp
 
 from .data import BodyData, BodyJacobian, Jacobian, ModelData
-from .rigid import ang, body_pose, joint_row0, lin, spatial, unit
+from .rigid import ang, attachment_row0, body_pose, joint_row0, lin, row_effective_mass, spatial, unit
 from .rigid_contact import body_contact_row0, particle_body_row0
 from .friction import contact_slot_off
 from .primal import skipped_row
@@ -48,16 +48,6 @@ def world_mass_times(b: BodyData, body: int, pose: wp.transform, v: wp.spatial_v
 
 
 @wp.func
-def body_part(b: BodyData, body: int, pose: wp.transform, g: wp.spatial_vector) -> float:
-    """g M_b⁻¹ gᵀ of one body's part of a row."""
-    if body < 0:
-        return 0.0
-    R = wp.quat_to_matrix(wp.transform_get_rotation(pose))
-    Iinv = R * b.body_inv_inertia[body] * wp.transpose(R)
-    return b.body_inv_mass[body] * wp.dot(lin(g), lin(g)) + wp.dot(ang(g), Iinv * ang(g))
-
-
-@wp.func
 def add_block(H: wp.array(dtype=float), bb: BodyBlocks, w: int, bi: int, gi: wp.spatial_vector, bj: int, gj: wp.spatial_vector, s: float):
     """H[bi, bj] += s · gi gjᵀ (both bodies in the same cluster)."""
     c = bb.body_cluster[bi]
@@ -87,7 +77,7 @@ def add_row(
     gq: wp.spatial_vector,
 ):
     """One row acting on bodies ba (and bq, −1: none) with Jacobian parts ga, gq: D of the row and its H terms."""
-    part = body_part(b, ba, pa, ga) + body_part(b, bq, pq, gq)
+    part = row_effective_mass(b, ba, pa, lin(ga), ang(ga)) + row_effective_mass(b, bq, pq, lin(gq), ang(gq))
     if part <= 0.0:
         row_d[row] = diag[row]
         return
@@ -143,7 +133,7 @@ def attachment_and_joint_blocks(
         i = b.attachment_body[e]
         pose = body_pose(b, i, w, bx_start, bv, h)
         arm = bj.attachment_arm[w * b.attachment_count + e]
-        row0 = w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * m.contact_count + 3 * e
+        row0 = attachment_row0(m, b, w, e)
         for r in range(3):
             ek = unit(r)
             add_row(H, bb, b, w, row0 + r, diag, row_d, i, pose, spatial(ek, wp.cross(arm, ek)), -1, pose, wp.spatial_vector())
@@ -300,13 +290,6 @@ def cluster_solve(
         for a in range(6):
             y[a] = work[base + o + a]
         impulse[w * b.body_count + i] = world_mass_times(b, i, body_pose(b, i, w, bx_start, bv, h), y)
-
-
-@wp.kernel
-def divide_rows(rows_per_world: int, skip_start: int, skip_count: int, r: wp.array(dtype=float), d: wp.array(dtype=float), t: wp.array(dtype=float)):
-    """t = r / d on the multiplier rows."""
-    i = skipped_row(wp.tid(), rows_per_world, skip_start, skip_count)
-    t[i] = r[i] / d[i]
 
 
 @wp.kernel

@@ -15,7 +15,7 @@ plus a trilinear coarse grid per soft body, coarse_space.py), where long stiff b
 import warp as wp
 
 from .data import Jacobian, ModelData
-from .tet import polar_rotation, tet_row_gradient, tet_stiffness_times
+from .tet import polar_rotation, tet_jacobian_times, tet_row_gradient, tet_stiffness_times
 from .types import vec6
 
 
@@ -69,14 +69,7 @@ def tet_stiffness_product(
     x1 = xv[pbase + idx[1]]
     x2 = xv[pbase + idx[2]]
     x3 = xv[pbase + idx[3]]
-    jx = vec6()
-    for r in range(6):
-        jx[r] = (
-            wp.dot(tet_row_gradient(R, B, r, 0), x0)
-            + wp.dot(tet_row_gradient(R, B, r, 1), x1)
-            + wp.dot(tet_row_gradient(R, B, r, 2), x2)
-            + wp.dot(tet_row_gradient(R, B, r, 3), x3)
-        )
+    jx = tet_jacobian_times(R, B, x0, x1, x2, x3)
     lam = tet_constitutive_multiplier(jx, m.tet_poisson[t], m.tet_youngs[t], m.tet_volume[t], h, m.tet_damping[t])
     write_tet_forces(R, B, lam, 4 * tid, tet_force)
 
@@ -105,7 +98,8 @@ def particle_system_top(
 
 @wp.kernel
 def negate_rows(rows_per_world: int, skip_start: int, skip_count: int, g: wp.array(dtype=float), y: wp.array(dtype=float)):
-    """y = −g on the multiplier rows (the launch covers only them: rows_per_world − skip_count per world)."""
+    """y = −g on the multiplier rows (the launch covers only them: rows_per_world − skip_count per world); also the
+    saddle right-hand side of the rows, −rhs = φ."""
     i = skipped_row(wp.tid(), rows_per_world, skip_start, skip_count)
     y[i] = -g[i]
 
@@ -140,17 +134,10 @@ def particle_residual(
 
 
 @wp.kernel
-def rows_rhs(rows_per_world: int, skip_start: int, skip_count: int, rhs: wp.array(dtype=float), b: wp.array(dtype=float)):
-    """Saddle right-hand side of the multiplier rows: −rhs (= φ)."""
-    i = skipped_row(wp.tid(), rows_per_world, skip_start, skip_count)
-    b[i] = -rhs[i]
-
-
-@wp.kernel
-def add_velocity(scale: float, dv: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3)):
-    """v += scale·dv."""
+def add_velocity(dv: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3)):
+    """v += dv."""
     i = wp.tid()
-    v[i] = v[i] + dv[i] * scale
+    v[i] = v[i] + dv[i]
 
 
 @wp.kernel
@@ -314,6 +301,7 @@ def precondition_particles(
 
 @wp.kernel
 def precondition_rows(rows_per_world: int, skip_start: int, skip_count: int, diag: wp.array(dtype=float), r: wp.array(dtype=float), z: wp.array(dtype=float)):
-    """z = r / diag on the multiplier rows (Schur diagonal with the particles' effective masses)."""
+    """z = r / diag on the multiplier rows (Schur diagonal with the particles' effective masses, or the rows' own part D
+    of the rigid-body block)."""
     i = skipped_row(wp.tid(), rows_per_world, skip_start, skip_count)
     z[i] = r[i] / diag[i]

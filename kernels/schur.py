@@ -19,6 +19,7 @@ from .tet import (
     tet_compliance_diagonal,
     tet_compliance_times,
     tet_deformation_gradient,
+    tet_jacobian_times,
     tet_row_gradient,
     tet_strain,
 )
@@ -131,15 +132,10 @@ def assemble_rows(
         if primal_fem != 0:
             # primal FEM (kernels/primal.py): the tet's impulse is the constitutive one at this iterate, its rows are
             # eliminated (identity rows, zero right-hand side) and its stiffness enters the particle system
+            jv6 = tet_jacobian_times(R, B, v0, v1, v2, v3)
             rate = vec6()
             for r in range(6):
-                jv_r = (
-                    wp.dot(tet_row_gradient(R, B, r, 0), v0)
-                    + wp.dot(tet_row_gradient(R, B, r, 1), v1)
-                    + wp.dot(tet_row_gradient(R, B, r, 2), v2)
-                    + wp.dot(tet_row_gradient(R, B, r, 3), v3)
-                )
-                rate[r] = (strain[r] + beta * jv_r) * inv_hb
+                rate[r] = (strain[r] + beta * jv6[r]) * inv_hb
             lam_t = tet_constitutive_multiplier(rate, nu, m.tet_youngs[t], m.tet_volume[t], h, beta)
             for r in range(6):
                 lam[row0 + r] = lam_t[r]
@@ -298,15 +294,9 @@ def gather_rows(
         d1 = impulse[pbase + idx[1]] * m.particle_inv_mass[idx[1]]
         d2 = impulse[pbase + idx[2]] * m.particle_inv_mass[idx[2]]
         d3 = impulse[pbase + idx[3]] * m.particle_inv_mass[idx[3]]
+        jd = tet_jacobian_times(R, B, d0, d1, d2, d3)
         for r in range(6):
-            val = (
-                wp.dot(tet_row_gradient(R, B, r, 0), d0)
-                + wp.dot(tet_row_gradient(R, B, r, 1), d1)
-                + wp.dot(tet_row_gradient(R, B, r, 2), d2)
-                + wp.dot(tet_row_gradient(R, B, r, 3), d3)
-                + cx[r]
-            )
-            y[row0 + r] = val
+            y[row0 + r] = jd[r] + cx[r]
     else:
         cidx = e - m.distance_count - m.tet_count
         p = cidx // m.shape_count

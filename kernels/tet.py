@@ -94,6 +94,20 @@ def tet_row_gradient(R: wp.mat33, B: wp.mat33, row: int, vertex: int) -> wp.vec3
 
 
 @wp.func
+def tet_jacobian_times(R: wp.mat33, B: wp.mat33, a0: wp.vec3, a1: wp.vec3, a2: wp.vec3, a3: wp.vec3) -> vec6:
+    """J_t a: the six strain rows applied to per-vertex vectors (velocities, velocity changes)."""
+    out = vec6()
+    for r in range(6):
+        out[r] = (
+            wp.dot(tet_row_gradient(R, B, r, 0), a0)
+            + wp.dot(tet_row_gradient(R, B, r, 1), a1)
+            + wp.dot(tet_row_gradient(R, B, r, 2), a2)
+            + wp.dot(tet_row_gradient(R, B, r, 3), a3)
+        )
+    return out
+
+
+@wp.func
 def tet_compliance_times(x: vec6, nu: float, scale: float) -> vec6:
     """E·x for the isotropic block above; scale = 1/(V·Y) times any time-step factor."""
     s = 0.5 * (1.0 + nu)

@@ -78,29 +78,32 @@ def tet_stiffness_blocks(youngs, poisson, volume) -> np.ndarray:
     return D * np.asarray(volume, dtype=np.float64)[:, None, None]
 
 
+def _by_first_appearance(labels: np.ndarray) -> np.ndarray:
+    """Renumber labels 0, 1, … in the order in which they first appear."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    return rank[inverse]
+
+
+def connected_labels(count: int, pairs) -> np.ndarray:
+    """Connected components of ``count`` items joined by index pairs, numbered by first appearance in item order."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    graph = sp.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(count, count))
+    return _by_first_appearance(connected_components(graph, directed=False)[1])
+
+
 def _components(n: int, tets: np.ndarray) -> np.ndarray:
     """Connected soft bodies: label per particle (−1 for particles in no tet)."""
-    parent = np.arange(n)
-
-    def find(a):
-        while parent[a] != a:
-            parent[a] = parent[parent[a]]
-            a = parent[a]
-        return a
-
-    for t in tets:
-        r0 = find(t[0])
-        for a in t[1:]:
-            ra = find(a)
-            if ra != r0:
-                parent[ra] = r0
-    label = -np.ones(n, dtype=np.int64)
     in_tet = np.zeros(n, dtype=bool)
     in_tet[tets.ravel()] = True
-    roots = {}
-    for p in np.nonzero(in_tet)[0]:
-        r = find(p)
-        label[p] = roots.setdefault(r, len(roots))
+    label = -np.ones(n, dtype=np.int64)
+    if in_tet.any():
+        raw = connected_labels(n, np.concatenate([tets[:, [0, a]] for a in (1, 2, 3)]))
+        label[in_tet] = _by_first_appearance(raw[in_tet])
     return label
 
 

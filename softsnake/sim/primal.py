@@ -16,11 +16,9 @@ from softsnake.kernels import minres as kmr
 from softsnake.kernels import pcr as kpcr
 from softsnake.kernels import primal as kp
 from softsnake.kernels import rigid as krigid
-from softsnake.kernels import rigid_contact as kbc
-from softsnake.kernels import schur as kschur
 from softsnake.kernels.data import ModelData
 
-from .coarse_space import build_coarse_space
+from .coarse_space import build_coarse_space, connected_labels
 
 
 class PrimalStep:
@@ -44,7 +42,6 @@ class PrimalStep:
             h=solver.dt,
             cells_long_axis=solver.config.coarse_cells,
         )
-        self.coarse = cs
         f32 = lambda a: wp.array(np.asarray(a, dtype=np.float32), dtype=float, device=dev)  # noqa: E731
         i32 = lambda a: wp.array(np.asarray(a, dtype=np.int32), dtype=int, device=dev)  # noqa: E731
         self.mass = f32(np.where(m.particle_inv_mass_host > 0, m.particle_mass, 0.0))
@@ -76,7 +73,7 @@ class PrimalStep:
         npw, nr = W * n, W * m.row_count
         vec = lambda: wp.zeros(npw, dtype=wp.vec3, device=dev)  # noqa: E731
         row = lambda: wp.zeros(nr, dtype=float, device=dev)  # noqa: E731
-        self.v_pred, self.dv, self.mass_xv, self.impulse2 = vec(), vec(), vec(), vec()
+        self.v_pred, self.dv, self.mass_xv = vec(), vec(), vec()
         # MINRES vectors (particle part, row part)
         self.b = (vec(), row())
         self.x = (vec(), row())
@@ -103,33 +100,16 @@ class PrimalStep:
         if not self.has_bodies:
             return
         bd = m.body_data
-        parent = list(range(nb))
-
-        def find(a):
-            while parent[a] != a:
-                parent[a] = parent[parent[a]]
-                a = parent[a]
-            return a
-
-        def union(a, c):
-            if a >= 0 and c >= 0:
-                parent[find(a)] = find(c)
-
-        for jp, jc in zip(bd.joint_parent.numpy(), bd.joint_child.numpy()):
-            union(int(jp), int(jc))
-        if m.body_contact_count > 0:
+        pairs = [(int(p), int(c)) for p, c in zip(bd.joint_parent.numpy(), bd.joint_child.numpy()) if p >= 0]
+        if m.body_contact_count > 0 and m.target_count > m.shape_count:
             shape_body = bd.body_shape_body.numpy()
-            target_bodies = [int(shape_body[k]) for k in bd.target_body_shape.numpy()] if m.target_count > m.shape_count else []
-            for fb in set(int(x) for x in bd.feature_body.numpy()):
-                for tb in target_bodies:
-                    union(fb, tb)
-        roots = sorted({find(i) for i in range(nb)})
-        cluster = np.array([roots.index(find(i)) for i in range(nb)], dtype=np.int32)
+            target_bodies = [int(shape_body[k]) for k in bd.target_body_shape.numpy()]
+            pairs += [(int(fb), tb) for fb in set(bd.feature_body.numpy().tolist()) for tb in target_bodies]
+        cluster = connected_labels(nb, pairs).astype(np.int32)
+        members = [np.nonzero(cluster == c)[0].tolist() for c in range(int(cluster.max()) + 1)]
         slot = np.zeros(nb, dtype=np.int32)
-        members = [[i for i in range(nb) if cluster[i] == c] for c in range(len(roots))]
-        for c, mem in enumerate(members):
-            for k, i in enumerate(mem):
-                slot[i] = k
+        for mem in members:
+            slot[mem] = np.arange(len(mem))
         dofs = np.array([6 * len(mem) for mem in members], dtype=np.int32)
         offset = np.concatenate([[0], np.cumsum(dofs.astype(np.int64) ** 2)]).astype(np.int32)
         bb = kbp.BodyBlocks()
@@ -170,16 +150,11 @@ class PrimalStep:
     def _precondition_body_rows(self, rl: wp.array, zl: wp.array) -> None:
         """zl = (D + J_b M_b⁻¹ J_bᵀ)⁻¹ rl by the Woodbury identity (kernels/body_precond.py)."""
         s, m, dev, W = self.s, self.s.model, self.s.model.device, self.s.model.worlds
-        wp.launch(kbp.divide_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, rl, self.row_d, self.t_rows], device=dev)
+        wp.launch(kp.precondition_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, self.row_d, rl, self.t_rows], device=dev)
         wp.launch(krigid.scatter_body_impulses, dim=W * m.body_count, inputs=[m.data, m.body_data, s.bjac, s.jac, self.t_rows], outputs=[self.f_body], device=dev)
         wp.launch(kbp.cluster_solve, dim=W * self.clusters, inputs=[m.body_data, self.bb, self.clusters, s.dt, s.body_x_start, s.body_v, self.H, self.f_body, self.H_work], outputs=[self.imp_body], device=dev)
-        self.u_rows.zero_()
-        if m.particle_body_count > 0:
-            wp.launch(kbc.gather_particle_body_contacts, dim=W * m.particle_body_count, inputs=[m.data, m.body_data, s.jac, s.dt, s.body_x_start, s.body_v, self.zero_particles, self.imp_body, self.zero_rows], outputs=[self.u_rows], device=dev)
-        if m.body_contact_count > 0:
-            wp.launch(kbc.gather_body_contacts, dim=W * m.body_contact_count, inputs=[m.data, m.body_data, s.bjac, s.dt, s.body_x_start, s.body_v, self.imp_body, s.jac.row_compliance, self.zero_rows], outputs=[self.u_rows], device=dev)
-        if m.attachment_count + m.joint_count > 0:
-            wp.launch(krigid.gather_body_rows, dim=W * (m.attachment_count + m.joint_count), inputs=[m.data, m.body_data, s.bjac, s.dt, s.body_x_start, s.body_v, self.zero_particles, self.imp_body, s.jac.row_compliance, self.zero_rows], outputs=[self.u_rows], device=dev)
+        self.u_rows.zero_()  # rows acting on no body keep u = 0
+        s._gather(self.zero_particles, self.imp_body, self.zero_rows, self.u_rows, particle_rows=False)
         wp.launch(kbp.woodbury_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, self.t_rows, self.u_rows, self.row_d, zl], device=dev)
 
     # ------------------------------------------------------------- operators
@@ -190,20 +165,8 @@ class PrimalStep:
         wp.launch(kp.tet_stiffness_product, dim=W * m.tet_count, inputs=[m.data, s.jac, s.dt, xv], outputs=[self.tet_force], device=dev)
         s._scatter(xl, self.tet_force)  # s.impulse = −K xv + J_pᵀ xl, s.body_impulse = J_bᵀ xl
         wp.launch(kp.particle_system_top, dim=W * m.particle_count, inputs=[m.particle_count, self.mass, xv, s.impulse], outputs=[yv, self.mass_xv], device=dev)
-        self._gather(self.mass_xv, xl, self.g)
+        s._gather(self.mass_xv, s.body_impulse, xl, self.g, skip_tets=1)
         wp.launch(kp.negate_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, self.g, yl], device=dev)
-
-    def _gather(self, particle_impulse: wp.array, xl: wp.array, out: wp.array) -> None:
-        """out = J M⁻¹(particle_impulse, body_impulse) + C xl over every row family (tet rows written, ignored)."""
-        s, m, dev = self.s, self.s.model, self.s.model.device
-        W = m.worlds
-        wp.launch(kschur.gather_rows, dim=W * m.element_count, inputs=[m.data, s.jac, s.dt, particle_impulse, xl, 1], outputs=[out], device=dev)
-        if m.particle_body_count > 0:
-            wp.launch(kbc.gather_particle_body_contacts, dim=W * m.particle_body_count, inputs=[m.data, m.body_data, s.jac, s.dt, s.body_x_start, s.body_v, particle_impulse, s.body_impulse, xl], outputs=[out], device=dev)
-        if m.body_contact_count > 0:
-            wp.launch(kbc.gather_body_contacts, dim=W * m.body_contact_count, inputs=[m.data, m.body_data, s.bjac, s.dt, s.body_x_start, s.body_v, s.body_impulse, s.jac.row_compliance, xl], outputs=[out], device=dev)
-        if m.attachment_count + m.joint_count > 0:
-            wp.launch(krigid.gather_body_rows, dim=W * (m.attachment_count + m.joint_count), inputs=[m.data, m.body_data, s.bjac, s.dt, s.body_x_start, s.body_v, particle_impulse, s.body_impulse, s.jac.row_compliance, xl], outputs=[out], device=dev)
 
     def fit_rotations(self) -> None:
         s, m = self.s, self.s.model
@@ -249,7 +212,7 @@ class PrimalStep:
         s._assemble(it, scale, residual)
         s._scatter(s.lam, s._tet_force)
         wp.launch_tiled(kp.particle_residual, dim=[m.worlds], inputs=[m.particle_count, self.mass, self.diag_v, s.v, self.v_pred, s.impulse], outputs=[self.b[0], residual], block_dim=s.block_dim, device=dev)
-        wp.launch(kp.rows_rhs, dim=m.worlds * self.free_rows, inputs=[m.row_count, *self.skip, s.rhs, self.b[1]], device=dev)
+        wp.launch(kp.negate_rows, dim=m.worlds * self.free_rows, inputs=[m.row_count, *self.skip, s.rhs, self.b[1]], device=dev)
         if self.has_bodies and s.config.body_preconditioner:
             self._factor_body_blocks()
 
@@ -291,7 +254,7 @@ class PrimalStep:
         if tol > 0.0:
             wp.launch(kp.zero_converged_velocity, dim=m.worlds * m.particle_count, inputs=[m.particle_count, tol * tol, s._res[it], self.dv], device=dev)
             wp.launch(kpcr.zero_converged, dim=m.worlds * m.row_count, inputs=[m.row_count, tol * tol, s._res[it], s.dlam], device=dev)
-        wp.launch(kp.add_velocity, dim=m.worlds * m.particle_count, inputs=[1.0, self.dv, s.v], device=dev)
+        wp.launch(kp.add_velocity, dim=m.worlds * m.particle_count, inputs=[self.dv, s.v], device=dev)
         wp.launch(kpcr.add_to, dim=m.worlds * m.row_count, inputs=[s.dlam, s.lam], device=dev)
         self.apply_bodies(s.dlam)
 

@@ -295,32 +295,40 @@ class Solver:
         """y = (J M⁻¹ Jᵀ + C) x and dot_out[w] += x·y per world."""
         m = self.model
         self._scatter(x)
-        wp.launch(kschur.gather_rows, dim=m.worlds * m.element_count, inputs=[m.data, self.jac, self.dt, self.impulse, x, 0], outputs=[y], device=m.device)
+        self._gather(self.impulse, self.body_impulse, x, y)
+        wp.launch_tiled(kpcr.dot_per_world, dim=[m.worlds], inputs=[m.row_count, x, y, dot_out], block_dim=self.block_dim, device=m.device)
+
+    def _gather(self, particle_impulse: wp.array, body_impulse: wp.array, x: wp.array, y: wp.array, *, skip_tets: int = 0, particle_rows: bool = True) -> None:
+        """y = J M⁻¹ (particle_impulse, body_impulse) + C x over the row families: the particle families (distance, tet
+        unless ``skip_tets``, contact) when ``particle_rows``, and every row family that acts on a body."""
+        m = self.model
+        dev = m.device
+        if particle_rows:
+            wp.launch(kschur.gather_rows, dim=m.worlds * m.element_count, inputs=[m.data, self.jac, self.dt, particle_impulse, x, skip_tets], outputs=[y], device=dev)
         if m.particle_body_count > 0:
             wp.launch(
                 kbc.gather_particle_body_contacts,
                 dim=m.worlds * m.particle_body_count,
-                inputs=[m.data, m.body_data, self.jac, self.dt, self.body_x_start, self.body_v, self.impulse, self.body_impulse, x],
+                inputs=[m.data, m.body_data, self.jac, self.dt, self.body_x_start, self.body_v, particle_impulse, body_impulse, x],
                 outputs=[y],
-                device=m.device,
+                device=dev,
             )
         if m.body_contact_count > 0:
             wp.launch(
                 kbc.gather_body_contacts,
                 dim=m.worlds * m.body_contact_count,
-                inputs=[m.data, m.body_data, self.bjac, self.dt, self.body_x_start, self.body_v, self.body_impulse, self.jac.row_compliance, x],
+                inputs=[m.data, m.body_data, self.bjac, self.dt, self.body_x_start, self.body_v, body_impulse, self.jac.row_compliance, x],
                 outputs=[y],
-                device=m.device,
+                device=dev,
             )
         if m.attachment_count + m.joint_count > 0:
             wp.launch(
                 krigid.gather_body_rows,
                 dim=m.worlds * (m.attachment_count + m.joint_count),
-                inputs=[m.data, m.body_data, self.bjac, self.dt, self.body_x_start, self.body_v, self.impulse, self.body_impulse, self.jac.row_compliance, x],
+                inputs=[m.data, m.body_data, self.bjac, self.dt, self.body_x_start, self.body_v, particle_impulse, body_impulse, self.jac.row_compliance, x],
                 outputs=[y],
-                device=m.device,
+                device=dev,
             )
-        wp.launch_tiled(kpcr.dot_per_world, dim=[m.worlds], inputs=[m.row_count, x, y, dot_out], block_dim=self.block_dim, device=m.device)
 
     def _scatter(self, x: wp.array, tet_force: wp.array | None = None) -> None:
         """Per-particle and per-body impulses Jᵀx; with ``tet_force`` the tets' part is read from it (primal step)."""
