@@ -174,9 +174,14 @@ def main() -> None:
     ap.add_argument("--png", default="benchmarks/convergence.png")
     ap.add_argument("--solver", nargs="*", default=[], help="SolverConfig overrides key=value (e.g. fem=dual)")
     a = ap.parse_args()
-    for item in a.solver:
-        key, _, value = item.partition("=")
-        OVERRIDES[key] = value if not value.replace(".", "", 1).replace("e-", "", 1).isdigit() else (float(value) if "." in value or "e" in value else int(value))
+    if a.solver:
+        from softsnake.sim.solver import SolverConfig
+
+        defaults = SolverConfig()
+        for item in a.solver:  # typed like the default, as benchmarks/snake_link_budget.py does
+            key, _, value = item.partition("=")
+            default = getattr(defaults, key)
+            OVERRIDES[key] = (value in ("1", "true", "True")) if isinstance(default, bool) else type(default)(value)
     if a.plot:
         plot(a.plot, a.png)
     else:
