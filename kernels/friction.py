@@ -7,8 +7,10 @@ velocities and the normal impulse of that iterate (both carried from the previou
 at a small creep speed, so a sticking contact is a very stiff row rather than a switch between hard and sliding rows,
 and every friction impulse change happens inside the linear solve, balanced by the rest of the system. At the fixed
 point |λ_f| = |u_t|/w ≤ λ_n-cone exactly; the impulse left outside the cone by a truncated iteration is projected
-back once, after the step's last Newton iteration (``project_friction``), which keeps the bound exact: the known bug of
-the raw |λ_f| denominator (friction exceeding μλ_n once sliding) cannot occur.
+back (``project_friction``), which keeps the bound exact: the known bug of the raw |λ_f| denominator (friction exceeding
+μλ_n once sliding) cannot occur. The dual step projects once, after its last Newton iteration, and applies the change
+to the particle's velocity; the primal step projects every Newton update and leaves the velocity to the next solve
+(docs/solver.md).
 """
 
 import warp as wp
@@ -137,13 +139,17 @@ def project_friction(
     jac: Jacobian,
     newton_iteration: int,
     worlds: int,
+    kick: int,
     # State in/out:
     lam: wp.array(dtype=float),
     v: wp.array(dtype=wp.vec3),
+    delta: wp.array(dtype=float),
     contact_lam_n_prev: wp.array(dtype=float),
     active_contacts: wp.array(dtype=int),  # (newton_iterations, worlds), flattened
 ):
-    """Cone projection after a Newton iteration; updates v by M⁻¹Dᵀ(Δλ_f) so momentum stays consistent."""
+    """Cone projection of the friction impulses. kick = 1 (dual step, where v = ṽ + M⁻¹Jᵀλ): v changes by M⁻¹Dᵀ(Δλ_f) so
+    momentum stays consistent. kick = 0 (primal step, where v is an unknown of its own): only λ moves and Δλ_f is added
+    to ``delta``; the particle's momentum residual takes the change and the next Newton solve spreads it."""
     tid = wp.tid()
     w = tid // m.contact_count
     cidx = tid - w * m.contact_count
@@ -165,7 +171,11 @@ def project_friction(
         lam[row0 + 1] = n2
         t1 = wp.vec3(F[0, 0], F[0, 1], F[0, 2])
         t2 = wp.vec3(F[1, 0], F[1, 1], F[1, 2])
-        wp.atomic_add(v, w * m.particle_count + p, (t1 * d1 + t2 * d2) * m.particle_inv_mass[p])
+        if kick != 0:
+            wp.atomic_add(v, w * m.particle_count + p, (t1 * d1 + t2 * d2) * m.particle_inv_mass[p])
+        else:
+            delta[row0] += d1
+            delta[row0 + 1] += d2
     contact_lam_n_prev[tid] = wp.max(lam_n, 0.0)
     if lam_n > 0.0:
         wp.atomic_add(active_contacts, newton_iteration * worlds + w, 1)

@@ -160,11 +160,21 @@ def backtrack_velocity(particles_per_world: int, residual_new: wp.array(dtype=fl
 
 
 @wp.kernel
-def start_velocities(particles_per_world: int, inv_mass: wp.array(dtype=float), v_start: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), v_pred: wp.array(dtype=wp.vec3)):
-    """v_pred = ṽ (the prediction in v); dynamic particles start the Newton iteration from the previous velocity v⁻."""
+def start_velocities(
+    particles_per_world: int,
+    inv_mass: wp.array(dtype=float),
+    v_start: wp.array(dtype=wp.vec3),
+    v: wp.array(dtype=wp.vec3),
+    v_pred: wp.array(dtype=wp.vec3),
+    carried_impulse: wp.array(dtype=wp.vec3),
+):
+    """v_pred = ṽ + M⁻¹Δp_carried (the prediction in v, plus the friction impulse the last step's cone projection took
+    back, consumed here); dynamic particles start the Newton iteration from the previous velocity v⁻."""
     i = wp.tid()
-    v_pred[i] = v[i]
-    if inv_mass[i % particles_per_world] > 0.0:
+    w_inv = inv_mass[i % particles_per_world]
+    v_pred[i] = v[i] + carried_impulse[i] * w_inv
+    carried_impulse[i] = wp.vec3()
+    if w_inv > 0.0:
         v[i] = v_start[i]
 
 

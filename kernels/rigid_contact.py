@@ -231,12 +231,12 @@ def gather_body_contacts(
 
 @wp.func
 def project_cone_rows(lam: wp.array(dtype=float), row0: int, mu: wp.vec2, delta: wp.array(dtype=float)) -> float:
-    """Project the friction impulses of the contact rows at row0 (t1, t2, n) onto their cone; the changes go to
+    """Project the friction impulses of the contact rows at row0 (t1, t2, n) onto their cone; the changes are added to
     ``delta`` (applied by the caller through Jᵀ and M⁻¹). Returns the normal impulse."""
     lam_n = lam[row0 + 2]
     projected = cone_projected(lam[row0], lam[row0 + 1], mu, lam_n)
-    delta[row0] = projected[0] - lam[row0]
-    delta[row0 + 1] = projected[1] - lam[row0 + 1]
+    delta[row0] += projected[0] - lam[row0]
+    delta[row0 + 1] += projected[1] - lam[row0 + 1]
     lam[row0] = projected[0]
     lam[row0 + 1] = projected[1]
     return lam_n
@@ -252,7 +252,7 @@ def project_body_friction(
     lam: wp.array(dtype=float),
     lam_n_prev: wp.array(dtype=float),
     # Out:
-    delta: wp.array(dtype=float),  # zeroed by the caller; receives the friction impulse changes to apply
+    delta: wp.array(dtype=float),  # the friction impulse changes are added to it, for the caller to apply
     active_contacts: wp.array(dtype=int),
 ):
     """Cone projection of body-contact friction; the caller applies ``delta`` through the usual Jᵀ/M⁻¹ path."""

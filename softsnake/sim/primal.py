@@ -88,6 +88,7 @@ class PrimalStep:
         self.sc = wp.zeros(W * kmr.SLOTS, dtype=float, device=dev)
         self.dots = wp.zeros(W, dtype=float, device=dev)
         self.alfa = wp.zeros(W, dtype=float, device=dev)
+        self.active_scratch = wp.zeros(max(solver.config.newton_iterations, 1) * W, dtype=int, device=dev)  # in-loop projections
         self.skip = (m.distance_count, 6 * m.tet_count)
         self.free_rows = m.row_count - 6 * m.tet_count  # rows per world that keep a multiplier
         self._setup_body_blocks()
@@ -256,7 +257,26 @@ class PrimalStep:
             wp.launch(kpcr.zero_converged, dim=m.worlds * m.row_count, inputs=[m.row_count, tol * tol, s._res[it], s.dlam], device=dev)
         wp.launch(kp.add_velocity, dim=m.worlds * m.particle_count, inputs=[self.dv, s.v], device=dev)
         wp.launch(kpcr.add_to, dim=m.worlds * m.row_count, inputs=[s.dlam, s.lam], device=dev)
+        # particle friction back onto its cone inside the iteration, the change part of Δλ; no particle is kicked: the
+        # next solve balances the change through the whole body. (Contacts on rigid bodies are projected once, after
+        # the last iteration: projected in the loop, a wheel's tiny spin inertia turns each change into a spin kick
+        # that the next iteration undoes, and the iteration oscillates.)
+        if it < s.config.newton_iterations - 1:
+            s._project_cones(it, self.active_scratch, kick_particles=0, bodies=False)
         self.apply_bodies(s.dlam)
+
+    def project_cones(self, it: int) -> None:
+        """After the last iteration, which has no solve after it to balance a projection: the friction impulses are
+        projected onto their cones (exact bound on λ); rigid bodies take M_b⁻¹J_bᵀΔλ at once, and the particles' part
+        JᵀΔλ is carried into the next step's prediction (``start_velocities``) instead of kicking single particles, so
+        the implicit solve balances it through the whole structure and momentum stays consistent over the two steps."""
+        s, m = self.s, self.s.model
+        s.dlam.zero_()
+        s._project_cones(it, kick_particles=0)
+        self.apply_bodies(s.dlam)
+        if m.contact_count + m.particle_body_count > 0:
+            s._scatter(s.dlam)  # s.impulse = JᵀΔλ per particle (only friction rows are non-zero)
+            wp.copy(s.carried_impulse, s.impulse)
 
     def apply_bodies(self, x: wp.array) -> None:
         s, m = self.s, self.s.model
@@ -280,7 +300,7 @@ class PrimalStep:
         s, m, cfg, dev = self.s, self.s.model, self.s.config, self.s.model.device
         N, L = cfg.newton_iterations, cfg.linear_iterations
         W = m.worlds
-        wp.launch(kp.start_velocities, dim=W * m.particle_count, inputs=[m.particle_count, m.data.particle_inv_mass, s.v_start, s.v, self.v_pred], device=dev)
+        wp.launch(kp.start_velocities, dim=W * m.particle_count, inputs=[m.particle_count, m.data.particle_inv_mass, s.v_start, s.v, self.v_pred, s.carried_impulse], device=dev)
         if cfg.warm_start > 0.0 or cfg.contact_warm_start > 0.0:
             self.apply_bodies(s.lam)  # bodies: v_b = ṽ_b + M_b⁻¹J_bᵀλ_carried (tet rows do not act on bodies)
         self.fit_rotations()

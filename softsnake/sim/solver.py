@@ -206,6 +206,7 @@ class Solver:
         self.v_start = wp.zeros(np_, dtype=wp.vec3, device=dev)
         self.v = wp.zeros(np_, dtype=wp.vec3, device=dev)
         self.impulse = wp.zeros(np_, dtype=wp.vec3, device=dev)
+        self.carried_impulse = wp.zeros(np_, dtype=wp.vec3, device=dev)  # primal: last projection's JᵀΔλ, next step
         self.contact_lam_n_prev = wp.zeros(W * m.contact_count, dtype=float, device=dev)
         # per-world scalars: one block per Newton iteration (zeroed once per step)
         self.num = wp.zeros(N * (L + 1) * W, dtype=float, device=dev)
@@ -413,7 +414,7 @@ class Solver:
         self._assemble(0, scale, self._scratch_res, linearise=1)
         if self._primal is not None:
             self._primal.launch_step(scale)
-            self._project_cones(N - 1)
+            self._primal.project_cones(N - 1)
             self._finalize(state)
             return
         if cfg.warm_start > 0.0 and cfg.warm_start_scaled:
@@ -485,19 +486,26 @@ class Solver:
         self._res[it].zero_()
         self._assemble(min(it, self.config.newton_iterations - 1), scale, self._res[it])
 
-    def _project_cones(self, it: int) -> None:
-        """Friction impulses left outside their cone by the truncated fixed point are projected onto it, once per
-        step, and the (small) change goes through Jᵀ and M⁻¹ like every other impulse."""
+    def _project_cones(self, it: int, active: wp.array | None = None, kick_particles: int = 1, bodies: bool = True) -> None:
+        """Friction impulses left outside their cone by the truncated fixed point are projected onto it. The dual step
+        does it once per step, and the (small) change goes through Jᵀ and M⁻¹ like every other impulse. With
+        ``kick_particles = 0`` (primal step) the changes are added to self.dlam instead and only the caller moves the
+        bodies; particles' velocities stay (their momentum residual takes the change). ``bodies = False`` leaves the
+        contacts on rigid bodies alone. ``active`` counts the contacts with a positive normal impulse at row ``it``
+        (default: the diagnostics)."""
         m, W, dev = self.model, self.model.worlds, self.model.device
-        if m.body_contact_count + m.particle_body_count > 0:
-            self.dlam.zero_()
+        active = self.active if active is None else active
+        if bodies and m.body_contact_count + m.particle_body_count > 0:
+            if kick_particles:
+                self.dlam.zero_()
             if m.body_contact_count > 0:
-                wp.launch(kbc.project_body_friction, dim=W * m.body_contact_count, inputs=[m.data, m.body_data, self.bjac, it, W, self.lam, self.body_contact_lam_n_prev], outputs=[self.dlam, self.active], device=dev)
+                wp.launch(kbc.project_body_friction, dim=W * m.body_contact_count, inputs=[m.data, m.body_data, self.bjac, it, W, self.lam, self.body_contact_lam_n_prev], outputs=[self.dlam, active], device=dev)
             if m.particle_body_count > 0:
-                wp.launch(kbc.project_particle_body_friction, dim=W * m.particle_body_count, inputs=[m.data, self.jac, it, W, self.lam, self.particle_body_lam_n_prev], outputs=[self.dlam, self.active], device=dev)
-            self._apply(self.dlam)
+                wp.launch(kbc.project_particle_body_friction, dim=W * m.particle_body_count, inputs=[m.data, self.jac, it, W, self.lam, self.particle_body_lam_n_prev], outputs=[self.dlam, active], device=dev)
+            if kick_particles:
+                self._apply(self.dlam)
         if m.contact_count > 0:
-            wp.launch(kfriction.project_friction, dim=W * m.contact_count, inputs=[m.data, self.jac, it, W, self.lam, self.v, self.contact_lam_n_prev, self.active], device=dev)
+            wp.launch(kfriction.project_friction, dim=W * m.contact_count, inputs=[m.data, self.jac, it, W, kick_particles, self.lam, self.v, self.dlam, self.contact_lam_n_prev, active], device=dev)
 
     def _finalize(self, state: State) -> None:
         m, W = self.model, self.model.worlds
@@ -514,6 +522,7 @@ class Solver:
             body_contact_lam_n_prev=self.body_contact_lam_n_prev,
             particle_body_lam_n_prev=self.particle_body_lam_n_prev,
             tet_rotation=self.jac.tet_rotation,
+            carried_impulse=self.carried_impulse,
         )
 
     def carried_state(self) -> dict:
