@@ -530,8 +530,12 @@ class Solver:
         return {k: a.numpy().copy() for k, a in self._carried_arrays().items()}
 
     def restore_carried_state(self, arrays: dict) -> None:
-        """Restore what :meth:`carried_state` returned (same model size), e.g. when resuming from a checkpoint."""
+        """Restore what :meth:`carried_state` returned (same model size), e.g. when resuming from a checkpoint. A state
+        saved before ``carried_impulse`` existed (its solver applied that impulse within the step) restores it as zero."""
         for k, a in self._carried_arrays().items():
+            if k == "carried_impulse" and k not in arrays:
+                a.zero_()
+                continue
             v = np.asarray(arrays[k])
             want = a.numpy().shape
             if v.shape != want:
