@@ -9,8 +9,7 @@ and every friction impulse change happens inside the linear solve, balanced by t
 point |λ_f| = |u_t|/w ≤ λ_n-cone exactly; the impulse left outside the cone by a truncated iteration is projected
 back (``project_friction``), which keeps the bound exact: the known bug of the raw |λ_f| denominator (friction exceeding
 μλ_n once sliding) cannot occur. The dual step projects once, after its last Newton iteration, and applies the change
-to the particle's velocity; the primal step projects every Newton update and leaves the velocity to the next solve
-(docs/solver.md).
+through M⁻¹Jᵀ; the primal step projects every Newton update and leaves the velocity to the next solve (docs/solver.md).
 """
 
 import warp as wp
@@ -139,17 +138,14 @@ def project_friction(
     jac: Jacobian,
     newton_iteration: int,
     worlds: int,
-    kick: int,
     # State in/out:
     lam: wp.array(dtype=float),
-    v: wp.array(dtype=wp.vec3),
     delta: wp.array(dtype=float),
     contact_lam_n_prev: wp.array(dtype=float),
     active_contacts: wp.array(dtype=int),  # (newton_iterations, worlds), flattened
 ):
-    """Cone projection of the friction impulses. kick = 1 (dual step, where v = ṽ + M⁻¹Jᵀλ): v changes by M⁻¹Dᵀ(Δλ_f) so
-    momentum stays consistent. kick = 0 (primal step, where v is an unknown of its own): only λ moves and Δλ_f is added
-    to ``delta``; the particle's momentum residual takes the change and the next Newton solve spreads it."""
+    """Cone projection of the friction impulses; the change Δλ_f is added to ``delta`` for the caller to apply (the dual
+    step through M⁻¹Jᵀ, the primal step through its next solve or the next step's prediction)."""
     tid = wp.tid()
     w = tid // m.contact_count
     cidx = tid - w * m.contact_count
@@ -169,13 +165,8 @@ def project_friction(
     if d1 != 0.0 or d2 != 0.0:
         lam[row0] = n1
         lam[row0 + 1] = n2
-        t1 = wp.vec3(F[0, 0], F[0, 1], F[0, 2])
-        t2 = wp.vec3(F[1, 0], F[1, 1], F[1, 2])
-        if kick != 0:
-            wp.atomic_add(v, w * m.particle_count + p, (t1 * d1 + t2 * d2) * m.particle_inv_mass[p])
-        else:
-            delta[row0] += d1
-            delta[row0 + 1] += d2
+        delta[row0] += d1
+        delta[row0 + 1] += d2
     contact_lam_n_prev[tid] = wp.max(lam_n, 0.0)
     if lam_n > 0.0:
         wp.atomic_add(active_contacts, newton_iteration * worlds + w, 1)

@@ -88,7 +88,6 @@ class PrimalStep:
         self.sc = wp.zeros(W * kmr.SLOTS, dtype=float, device=dev)
         self.dots = wp.zeros(W, dtype=float, device=dev)
         self.alfa = wp.zeros(W, dtype=float, device=dev)
-        self.active_scratch = wp.zeros(max(solver.config.newton_iterations, 1) * W, dtype=int, device=dev)  # in-loop projections
         self.skip = (m.distance_count, 6 * m.tet_count)
         self.free_rows = m.row_count - 6 * m.tet_count  # rows per world that keep a multiplier
         self._setup_body_blocks()
@@ -262,7 +261,7 @@ class PrimalStep:
         # the last iteration: projected in the loop, a wheel's tiny spin inertia turns each change into a spin kick
         # that the next iteration undoes, and the iteration oscillates.)
         if it < s.config.newton_iterations - 1:
-            s._project_cones(it, self.active_scratch, kick_particles=0, bodies=False)
+            s._project_cones(it, bodies=False)
         self.apply_bodies(s.dlam)
 
     def project_cones(self, it: int) -> None:
@@ -272,7 +271,7 @@ class PrimalStep:
         the implicit solve balances it through the whole structure and momentum stays consistent over the two steps."""
         s, m = self.s, self.s.model
         s.dlam.zero_()
-        s._project_cones(it, kick_particles=0)
+        s._project_cones(it)
         self.apply_bodies(s.dlam)
         if m.contact_count + m.particle_body_count > 0:
             s._scatter(s.dlam)  # s.impulse = JᵀΔλ per particle (only friction rows are non-zero)

@@ -472,7 +472,10 @@ class Solver:
         self._assemble(N, scale, self._res[N])
         if not converged_early:
             self._backtrack(N, scale)
-        self._project_cones(N - 1)
+        if m.contact_count + m.body_contact_count + m.particle_body_count > 0:
+            self.dlam.zero_()
+            self._project_cones(N - 1)
+            self._apply(self.dlam)
         self._finalize(state)
 
     def _backtrack(self, it: int, scale: wp.array) -> None:
@@ -486,26 +489,18 @@ class Solver:
         self._res[it].zero_()
         self._assemble(min(it, self.config.newton_iterations - 1), scale, self._res[it])
 
-    def _project_cones(self, it: int, active: wp.array | None = None, kick_particles: int = 1, bodies: bool = True) -> None:
-        """Friction impulses left outside their cone by the truncated fixed point are projected onto it. The dual step
-        does it once per step, and the (small) change goes through Jᵀ and M⁻¹ like every other impulse. With
-        ``kick_particles = 0`` (primal step) the changes are added to self.dlam instead and only the caller moves the
-        bodies; particles' velocities stay (their momentum residual takes the change). ``bodies = False`` leaves the
-        contacts on rigid bodies alone. ``active`` counts the contacts with a positive normal impulse at row ``it``
-        (default: the diagnostics)."""
+    def _project_cones(self, it: int, bodies: bool = True) -> None:
+        """Friction impulses left outside their cone by the truncated fixed point are projected onto it; each change is
+        added to self.dlam for the caller to apply (dual step: zeroed before, then M⁻¹Jᵀ like every other impulse;
+        primal step: docs/solver.md, "Friction cone"). ``bodies = False`` leaves the contacts on rigid bodies alone.
+        Contacts with a positive normal impulse are counted at diagnostics row ``it``."""
         m, W, dev = self.model, self.model.worlds, self.model.device
-        active = self.active if active is None else active
-        if bodies and m.body_contact_count + m.particle_body_count > 0:
-            if kick_particles:
-                self.dlam.zero_()
-            if m.body_contact_count > 0:
-                wp.launch(kbc.project_body_friction, dim=W * m.body_contact_count, inputs=[m.data, m.body_data, self.bjac, it, W, self.lam, self.body_contact_lam_n_prev], outputs=[self.dlam, active], device=dev)
-            if m.particle_body_count > 0:
-                wp.launch(kbc.project_particle_body_friction, dim=W * m.particle_body_count, inputs=[m.data, self.jac, it, W, self.lam, self.particle_body_lam_n_prev], outputs=[self.dlam, active], device=dev)
-            if kick_particles:
-                self._apply(self.dlam)
+        if bodies and m.body_contact_count > 0:
+            wp.launch(kbc.project_body_friction, dim=W * m.body_contact_count, inputs=[m.data, m.body_data, self.bjac, it, W, self.lam, self.body_contact_lam_n_prev], outputs=[self.dlam, self.active], device=dev)
+        if bodies and m.particle_body_count > 0:
+            wp.launch(kbc.project_particle_body_friction, dim=W * m.particle_body_count, inputs=[m.data, self.jac, it, W, self.lam, self.particle_body_lam_n_prev], outputs=[self.dlam, self.active], device=dev)
         if m.contact_count > 0:
-            wp.launch(kfriction.project_friction, dim=W * m.contact_count, inputs=[m.data, self.jac, it, W, kick_particles, self.lam, self.v, self.dlam, self.contact_lam_n_prev, active], device=dev)
+            wp.launch(kfriction.project_friction, dim=W * m.contact_count, inputs=[m.data, self.jac, it, W, self.lam, self.dlam, self.contact_lam_n_prev, self.active], device=dev)
 
     def _finalize(self, state: State) -> None:
         m, W = self.model, self.model.worlds
