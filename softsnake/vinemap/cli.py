@@ -108,15 +108,16 @@ def cmd_explore(args) -> int:
 
     env, actions, out = args.env_obj, args.actions, str(args.out)
     save_environment(env, os.path.join(out, "environment.json"))
-    bar = tqdm(total=min(args.deployments, len(actions)), desc=f"MC mapping ({len(actions)} actions)", unit="deploy")
+    # the bar closes as an interruption propagates, so its last line comes before the CLI's "interrupted" line (left to
+    # tqdm's finaliser it was sometimes written after it, at interpreter exit)
+    with tqdm(total=min(args.deployments, len(actions)), desc=f"MC mapping ({len(actions)} actions)", unit="deploy") as bar:
 
-    def progress(step, total, msg):
-        bar.update(1)
-        bar.set_postfix_str(msg)
+        def progress(step, total, msg):
+            bar.update(1)
+            bar.set_postfix_str(msg)
 
-    res = explore(env, actions, deployments=args.deployments, mc_envs=args.mc_envs, seed=args.seed,
-                  random_repeats=args.random_repeats, progress=progress)
-    bar.close()
+        res = explore(env, actions, deployments=args.deployments, mc_envs=args.mc_envs, seed=args.seed,
+                      random_repeats=args.random_repeats, progress=progress)
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["deployment", "mc", "ideal", "random_mean", "random_std", "mc_action", "ideal_action", "mc_loop_s"])
