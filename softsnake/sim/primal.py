@@ -266,13 +266,15 @@ class PrimalStep:
 
     def project_cones(self, it: int) -> None:
         """After the last iteration, which has no solve after it to balance a projection: the friction impulses are
-        projected onto their cones (exact bound on λ); rigid bodies take M_b⁻¹J_bᵀΔλ at once, and the particles' part
-        JᵀΔλ is carried into the next step's prediction (``start_velocities``) instead of kicking single particles, so
-        the implicit solve balances it through the whole structure and momentum stays consistent over the two steps."""
+        projected onto their cones (exact bound on λ), and the change JᵀΔλ (particles and rigid bodies) is carried into
+        the next step's prediction (``start_velocities``, ``start_bodies``) instead of kicking single particles or a
+        light wheel with its own mass, so the implicit solve balances it through the whole structure and momentum stays
+        consistent over the two steps."""
         s, m = self.s, self.s.model
         s.dlam.zero_()
         s._project_cones(it)
-        self.apply_bodies(s.dlam)
+        if m.body_count > 0:
+            wp.launch(krigid.scatter_body_impulses, dim=m.worlds * m.body_count, inputs=[m.data, m.body_data, s.bjac, s.jac, s.dlam], outputs=[s.carried_body_impulse], device=m.device)
         if m.contact_count + m.particle_body_count > 0:
             s._scatter(s.dlam)  # s.impulse = JᵀΔλ per particle (only friction rows are non-zero)
             wp.copy(s.carried_impulse, s.impulse)
@@ -300,6 +302,10 @@ class PrimalStep:
         N, L = cfg.newton_iterations, cfg.linear_iterations
         W = m.worlds
         wp.launch(kp.start_velocities, dim=W * m.particle_count, inputs=[m.particle_count, m.data.particle_inv_mass, s.v_start, s.v, self.v_pred, s.carried_impulse], device=dev)
+        if m.body_count > 0:
+            # the bodies' part of the last step's cone projection joins their prediction ṽ_b (consumed here)
+            wp.launch(krigid.apply_body_impulses, dim=W * m.body_count, inputs=[m.body_count, m.body_data, s.body_x_start, s.dt, s.carried_body_impulse, s.body_momentum, s.body_v], device=dev)
+            s.carried_body_impulse.zero_()
         if cfg.warm_start > 0.0 or cfg.contact_warm_start > 0.0:
             self.apply_bodies(s.lam)  # bodies: v_b = ṽ_b + M_b⁻¹J_bᵀλ_carried (tet rows do not act on bodies)
         self.fit_rotations()

@@ -234,6 +234,7 @@ class Solver:
         self.body_v = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)
         self.body_impulse = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)
         self.body_momentum = wp.zeros(nb, dtype=wp.vec3, device=dev)  # world angular momentum of the step's iterate
+        self.carried_body_impulse = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)  # primal: as carried_impulse
         bj = BodyJacobian()
         bj.attachment_arm = wp.zeros(W * m.attachment_count, dtype=wp.vec3, device=dev)
         bj.joint_lin, bj.joint_ang_parent, bj.joint_ang_child = (wp.zeros(W * m.joint_count * 6, dtype=wp.vec3, device=dev) for _ in range(3))
@@ -518,6 +519,7 @@ class Solver:
             particle_body_lam_n_prev=self.particle_body_lam_n_prev,
             tet_rotation=self.jac.tet_rotation,
             carried_impulse=self.carried_impulse,
+            carried_body_impulse=self.carried_body_impulse,
         )
 
     def carried_state(self) -> dict:
@@ -526,9 +528,10 @@ class Solver:
 
     def restore_carried_state(self, arrays: dict) -> None:
         """Restore what :meth:`carried_state` returned (same model size), e.g. when resuming from a checkpoint. A state
-        saved before ``carried_impulse`` existed (its solver applied that impulse within the step) restores it as zero."""
+        saved before ``carried_impulse`` / ``carried_body_impulse`` existed (its solver applied those impulses within the
+        step) restores them as zero."""
         for k, a in self._carried_arrays().items():
-            if k == "carried_impulse" and k not in arrays:
+            if k in ("carried_impulse", "carried_body_impulse") and k not in arrays:
                 a.zero_()
                 continue
             v = np.asarray(arrays[k])
