@@ -10,6 +10,7 @@ import argparse
 import dataclasses
 import json
 import math
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +52,11 @@ def _check_size(what: str, cfg, worlds: int, *, links: int | None = None, frames
     check_memory(what, worlds * (_snake_world_bytes(cfg, links) + 8.0 * frames * values_per_frame), device)
 
 
+@contextmanager
 def _progress(desc: str, quiet: bool):
+    """A frame-progress callback ``update(done, total)`` for the run inside the ``with`` block; the tqdm bar opens on
+    the first update and is closed when the block ends, also when an interruption propagates through it (so the
+    bar never writes after the CLI's last message)."""
     from tqdm import tqdm
 
     bar = None
@@ -63,10 +68,12 @@ def _progress(desc: str, quiet: bool):
         if bar is None:
             bar = tqdm(total=total, desc=desc, unit="frame")
         bar.update(done - bar.n)
-        if done >= total:
-            bar.close()
 
-    return update
+    try:
+        yield update
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 # ---------------------------------------------------------------------------- gait
@@ -95,7 +102,8 @@ def run_gait_command(args) -> int:
         print(sim)
     usd = None if args.no_usd else SnakeUsdRecorder(out / f"snake.{args.usd_format}", sim, every=args.usd_every)
     try:
-        traj = run_gait(gait, args.seconds, sim=sim, frame_callback=usd, progress=_progress("gait", args.quiet))
+        with _progress("gait", args.quiet) as progress:
+            traj = run_gait(gait, args.seconds, sim=sim, frame_callback=usd, progress=progress)
     except BaseException:
         if usd is not None:
             usd.discard()
@@ -148,7 +156,8 @@ def run_curvature_command(args) -> int:
     from softsnake.experiments.curvature import curvature_sweep
     from softsnake.io.files import save_figure_atomic, write_text_atomic
 
-    r = curvature_sweep(args.pressures, config=cfg, device=args.device, settle_seconds=args.seconds, progress=_progress("curvature", args.quiet))
+    with _progress("curvature", args.quiet) as progress:
+        r = curvature_sweep(args.pressures, config=cfg, device=args.device, settle_seconds=args.seconds, progress=progress)
     rows = ["pressure_psi,curvature_per_m"] + [f"{a:.6g},{k:.8g}" for a, k in zip(r.pressure_psi, r.curvature_per_m)]
     write_text_atomic(out / "curvature.csv", "\n".join(rows) + "\n")
     pos, neg = r.linear_fit(0.0, cfg.p_max_psi), r.linear_fit(-cfg.p_max_psi, 0.0)
@@ -193,7 +202,8 @@ def run_step_response_command(args) -> int:
     from softsnake.experiments.step_response import plot_step_responses, step_responses
     from softsnake.io.files import write_npz_atomic
 
-    r = step_responses(config=cfg, seconds=args.seconds, device=args.device, progress=_progress("step response", args.quiet))
+    with _progress("step response", args.quiet) as progress:
+        r = step_responses(config=cfg, seconds=args.seconds, device=args.device, progress=progress)
     write_npz_atomic(out / "step_response.npz", t=r.t, levels_psi=r.levels_psi, inflate_pressure=r.inflate_pressure, inflate_curvature=r.inflate_curvature, deflate_pressure=r.deflate_pressure, deflate_curvature=r.deflate_curvature)
     plot_step_responses(r, out / "step_response.png")
     for lv, rise, fall in zip(r.levels_psi, r.rise_time(), r.fall_time()):
