@@ -2,7 +2,7 @@
 snake, default settings), mean speeds over 0–5, 0–10, 10–20 and 20–30 s (body lengths/s), the heading change, and a
 picture of the centre-of-mass paths.
 
-    python benchmarks/snake_gait_long.py --seconds 30 --out runs/gait30      # ~19 min on a 2-core CPU
+    python benchmarks/snake_gait_long.py --seconds 30 --out runs/gait30      # ~16 min on a 2-core CPU
 
 Writes DIR/trajectory.npz (as `softsnake gait`), DIR/summary.json and DIR/paths.png; prints the table.
 """
