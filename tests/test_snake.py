@@ -159,6 +159,42 @@ def test_offset_turns_in_opposite_directions(gait_runs):
     assert np.sign(lateral[0]) == -np.sign(lateral[1])
 
 
+def _quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate v (n, 3) by unit quaternions q (n, 4: x, y, z, w)."""
+    u, w = q[:, :3], q[:, 3:4]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def test_wheels_roll_without_skidding_sideways():
+    """The gait's lateral loads stay inside the wheels' friction cones (μ = 1; about half of μλ_n on average), so the
+    wheels roll: the mean sideways velocity of their ground contact points is a small fraction of their forward
+    speed (measured: ~0.06 cm/s against ~3 cm/s). A cone projection that kicked each 30 g wheel with its own mass made
+    them skid sideways at 4.2 cm/s, 0.64 of their forward speed, and pushed the snake forward (coarse snake, 4 × 20,
+    0.5–1.5 s; docs/solver.md)."""
+    from softsnake.robots.snake_sim import gait_targets
+
+    cfg = coarse()
+    sim = SnakeSim(worlds=1, config=cfg)
+    gait = OpenLoopGait()
+    wheels = np.array(sim.layout.wheels)
+    arm = np.tile([0.0, 0.0, -cfg.wheel_radius], (wheels.size, 1))
+    lateral, forward = [], []
+    while sim.time < 1.5 - 1e-9:
+        sim.set_pressure_targets(gait_targets(gait, sim.time, 1, sim.links))
+        sim.step()
+        if sim.time <= 0.5:
+            continue
+        q, qd = sim.state.body_q.numpy()[wheels], sim.state.body_qd.numpy()[wheels]
+        axis = _quat_rotate(q[:, 3:7], np.tile([0.0, 0.0, 1.0], (wheels.size, 1)))  # cylinder axis (local z)
+        axis[:, 2] = 0.0
+        axis /= np.linalg.norm(axis, axis=1, keepdims=True)
+        contact_velocity = qd[:, :3] + np.cross(qd[:, 3:], arm)
+        lateral.append(np.abs((contact_velocity * axis).sum(1)).mean())
+        forward.append(np.abs((qd[:, :3] * np.cross([0.0, 0.0, 1.0], axis)).sum(1)).mean())
+    assert np.mean(lateral) < 0.2 * np.mean(forward), (np.mean(lateral), np.mean(forward))
+
+
 def test_latency_changes_the_trajectory(gait_runs):
     traj, without = gait_runs
     gap = np.linalg.norm(traj.com[:, 0, :2] - without.com[:, 0, :2], axis=1)
