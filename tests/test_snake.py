@@ -159,13 +159,6 @@ def test_offset_turns_in_opposite_directions(gait_runs):
     assert np.sign(lateral[0]) == -np.sign(lateral[1])
 
 
-def _quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate v (n, 3) by unit quaternions q (n, 4: x, y, z, w)."""
-    u, w = q[:, :3], q[:, 3:4]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
-
-
 def test_wheels_roll_without_skidding_sideways():
     """The gait's lateral loads stay inside the wheels' friction cones (μ = 1; about half of μλ_n on average), so the
     wheels roll: the mean sideways velocity of their ground contact points is a small fraction of their forward
@@ -173,6 +166,7 @@ def test_wheels_roll_without_skidding_sideways():
     them skid sideways at 4.2 cm/s, 0.64 of their forward speed, and pushed the snake forward (coarse snake, 4 × 20,
     0.5–1.5 s; docs/solver.md)."""
     from softsnake.robots.snake_sim import gait_targets
+    from rigid_helpers import quat_matrix
 
     cfg = coarse()
     sim = SnakeSim(worlds=1, config=cfg)
@@ -186,7 +180,7 @@ def test_wheels_roll_without_skidding_sideways():
         if sim.time <= 0.5:
             continue
         q, qd = sim.state.body_q.numpy()[wheels], sim.state.body_qd.numpy()[wheels]
-        axis = _quat_rotate(q[:, 3:7], np.tile([0.0, 0.0, 1.0], (wheels.size, 1)))  # cylinder axis (local z)
+        axis = np.array([quat_matrix(pose[3:7])[:, 2] for pose in q])  # cylinder axis (local z)
         axis[:, 2] = 0.0
         axis /= np.linalg.norm(axis, axis=1, keepdims=True)
         contact_velocity = qd[:, :3] + np.cross(qd[:, 3:], arm)

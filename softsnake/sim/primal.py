@@ -267,9 +267,9 @@ class PrimalStep:
     def project_cones(self, it: int) -> None:
         """After the last iteration, which has no solve after it to balance a projection: the friction impulses are
         projected onto their cones (exact bound on λ), and the change JᵀΔλ (particles and rigid bodies) is carried into
-        the next step's prediction (``start_velocities``, ``start_bodies``) instead of kicking single particles or a
-        light wheel with its own mass, so the implicit solve balances it through the whole structure and momentum stays
-        consistent over the two steps."""
+        the next step's prediction (particles in ``start_velocities``, bodies at the start of ``launch_step``) instead
+        of kicking single particles or a light wheel with its own mass, so the implicit solve balances it through the
+        whole structure and momentum stays consistent over the two steps."""
         s, m = self.s, self.s.model
         s.dlam.zero_()
         s._project_cones(it)
