@@ -15,7 +15,7 @@ plus a trilinear coarse grid per soft body, coarse_space.py), where long stiff b
 import warp as wp
 
 from .data import Jacobian, ModelData
-from .tet import polar_rotation, tet_jacobian_times, tet_row_gradient, tet_stiffness_times
+from .tet import polar_rotation, tet_jacobian_times, tet_stiffness_times, tet_vertex_forces
 from .types import vec6
 
 
@@ -40,12 +40,16 @@ def tet_constitutive_multiplier(strain_rate: vec6, nu: float, youngs: float, vol
 
 @wp.func
 def write_tet_forces(R: wp.mat33, B: wp.mat33, lam: vec6, base: int, tet_force: wp.array(dtype=wp.vec3)):
-    """tet_force[base + a] = Σ_r ∂c_r/∂x_a · λ_r for the tet's four vertices (its part of Jᵀλ)."""
-    for a in range(4):
-        f = wp.vec3()
-        for r in range(6):
-            f += tet_row_gradient(R, B, r, a) * lam[r]
-        tet_force[base + a] = f
+    """tet_force[base + a] = Σ_r ∂c_r/∂x_a · λ_r for the tet's four vertices (its part of Jᵀλ; kernels/tet.py,
+    tet_vertex_forces)."""
+    P = tet_vertex_forces(R, B, lam)
+    f1 = wp.vec3(P[0, 0], P[1, 0], P[2, 0])
+    f2 = wp.vec3(P[0, 1], P[1, 1], P[2, 1])
+    f3 = wp.vec3(P[0, 2], P[1, 2], P[2, 2])
+    tet_force[base] = -(f1 + f2 + f3)
+    tet_force[base + 1] = f1
+    tet_force[base + 2] = f2
+    tet_force[base + 3] = f3
 
 
 @wp.kernel

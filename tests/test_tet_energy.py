@@ -5,7 +5,14 @@ import pytest
 import warp as wp
 
 import softsnake as ss
-from softsnake.kernels.tet import polar_rotation, tet_compliance_times, tet_deformation_gradient, tet_strain
+from softsnake.kernels.tet import (
+    polar_rotation,
+    tet_compliance_times,
+    tet_deformation_gradient,
+    tet_jacobian_times,
+    tet_strain,
+    tet_vertex_forces,
+)
 from softsnake.kernels.types import vec6
 
 
@@ -73,3 +80,52 @@ def test_shear_energy_is_2GVeps2():
     U, V = _energy(X, X @ (np.eye(3) + eps).T, youngs, nu)
     G = youngs / (2 * (1 + nu))
     assert U == pytest.approx(2 * G * V * e**2, rel=0.01)
+
+
+@wp.kernel
+def _jacobian_checks(
+    x: wp.array(dtype=wp.vec3),
+    a: wp.array(dtype=wp.vec3),
+    lam: vec6,
+    B: wp.mat33,
+    out: wp.array(dtype=float),
+):
+    F = tet_deformation_gradient(x[0], x[1], x[2], x[3], B)
+    R = polar_rotation(F)
+    ja = tet_jacobian_times(R, B, a[0], a[1], a[2], a[3])
+    # the strain is linear in the positions at fixed R: c(x + a) − c(x) = J a
+    dc = tet_strain(R, tet_deformation_gradient(x[0] + a[0], x[1] + a[1], x[2] + a[2], x[3] + a[3], B)) - tet_strain(R, F)
+    P = tet_vertex_forces(R, B, lam)
+    f1 = wp.vec3(P[0, 0], P[1, 0], P[2, 0])
+    f2 = wp.vec3(P[0, 1], P[1, 1], P[2, 1])
+    f3 = wp.vec3(P[0, 2], P[1, 2], P[2, 2])
+    f0 = -(f1 + f2 + f3)
+    for r in range(6):
+        out[r] = ja[r]
+        out[6 + r] = dc[r]
+    out[12] = wp.dot(lam, ja)  # λ·(J a)
+    out[13] = wp.dot(f0, a[0]) + wp.dot(f1, a[1]) + wp.dot(f2, a[2]) + wp.dot(f3, a[3])  # (Jᵀλ)·a
+
+
+def test_closed_form_jacobian_is_the_strain_derivative_and_its_transpose_the_forces():
+    """J_t a (one 3×3 product) equals the change of the corotated strain at fixed R, and the vertex forces are its exact
+    transpose, for a rotated, sheared tet."""
+    rng = np.random.default_rng(3)
+    Dm = (X[1:] - X[0]).T
+    F0 = np.eye(3) + 0.2 * rng.normal(size=(3, 3))
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    q *= np.sign(np.linalg.det(q))
+    x = (X - X[0]) @ (q @ F0).T
+    a = 1e-3 * rng.normal(size=(4, 3))
+    lam = rng.normal(size=6)
+    out = wp.zeros(14, dtype=float)
+    wp.launch(
+        _jacobian_checks,
+        dim=1,
+        inputs=[wp.array(x, dtype=wp.vec3), wp.array(a, dtype=wp.vec3), vec6(*lam), wp.mat33(*np.linalg.inv(Dm).ravel()), out],
+    )
+    o = out.numpy().astype(np.float64)
+    # the difference of two O(1) float32 strains carries their round-off (~1e-7)
+    np.testing.assert_allclose(o[:6], o[6:12], atol=1e-6)
+    assert np.abs(o[:6]).max() > 1e-2
+    assert abs(o[12] - o[13]) <= 1e-5 * abs(o[12])
