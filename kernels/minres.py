@@ -26,6 +26,15 @@ def row_index(k: int, skip_start: int, skip_count: int) -> int:
     return k + skip_count
 
 
+@wp.func
+def scale_of(beta: float, beta1: float) -> float:
+    """1/β for the next Lanczos vector v = y/β; 0 once β vanished (the world's solve converged)."""
+    s = float(0.0)
+    if beta > 1.0e-30 * beta1 and beta > 0.0:
+        s = 1.0 / beta
+    return s
+
+
 @wp.kernel
 def minres_start(
     particles: int,
@@ -46,9 +55,12 @@ def minres_start(
     wl: wp.array(dtype=float),
     w2v: wp.array(dtype=wp.vec3),
     w2l: wp.array(dtype=float),
-    dots: wp.array(dtype=float),
+    vv: wp.array(dtype=wp.vec3),
+    vl: wp.array(dtype=float),
+    sc: wp.array(dtype=float),
 ):
-    """x = 0, r1 = r2 = b, w = w2 = 0 (y = P b on entry); dots[w] = b·P·b."""
+    """x = 0, r1 = r2 = b, w = w2 = 0 (y = P b on entry); β₁ = √(b·P·b), the Givens state of the first iteration, and
+    the first Lanczos vector v = y/β₁."""
     w, lane = wp.tid()
     acc = float(0.0)
     for k in range(lane, particles, wp.block_dim()):
@@ -69,51 +81,27 @@ def minres_start(
         wl[i] = 0.0
         w2l[i] = 0.0
         acc += b_ * yl[i]
-    wp.tile_store(dots, wp.tile_sum(wp.tile(acc)), offset=w)
-
-
-@wp.kernel
-def minres_init_scalars(dots: wp.array(dtype=float), sc: wp.array(dtype=float)):
-    """β₁ = √(b·P·b) and the Givens state of the first iteration."""
-    w = wp.tid()
-    base = w * SLOTS
-    beta1 = wp.sqrt(wp.max(dots[w], 0.0))
-    for s in range(SLOTS):
-        sc[base + s] = 0.0
-    sc[base + BETA] = beta1
-    sc[base + BETA1] = beta1
-    sc[base + PHIBAR] = beta1
-    sc[base + CS] = -1.0
-
-
-@wp.kernel
-def minres_scale(
-    particles: int,
-    rows: int,
-    skip_start: int,
-    skip_count: int,
-    sc: wp.array(dtype=float),
-    yv: wp.array(dtype=wp.vec3),
-    yl: wp.array(dtype=float),
-    vv: wp.array(dtype=wp.vec3),
-    vl: wp.array(dtype=float),
-):
-    """v = y/β (the next Lanczos vector; 0 once β vanished)."""
-    w, lane = wp.tid()
-    beta = sc[w * SLOTS + BETA]
-    s = float(0.0)
-    if beta > 1.0e-30 * sc[w * SLOTS + BETA1] and beta > 0.0:
-        s = 1.0 / beta
+    total = wp.tile_sum(wp.tile(acc))
+    beta1 = wp.sqrt(wp.max(total[0], 0.0))
+    if lane == 0:
+        base = w * SLOTS
+        for s in range(SLOTS):
+            sc[base + s] = 0.0
+        sc[base + BETA] = beta1
+        sc[base + BETA1] = beta1
+        sc[base + PHIBAR] = beta1
+        sc[base + CS] = -1.0
+    f = scale_of(beta1, beta1)
     for k in range(lane, particles, wp.block_dim()):
         i = w * particles + k
-        vv[i] = yv[i] * s
+        vv[i] = yv[i] * f
     for k in range(lane, rows - skip_count, wp.block_dim()):
         i = w * rows + row_index(k, skip_start, skip_count)
-        vl[i] = yl[i] * s
+        vl[i] = yl[i] * f
 
 
 @wp.kernel
-def minres_alfa(
+def minres_lanczos(
     particles: int,
     rows: int,
     skip_start: int,
@@ -122,18 +110,22 @@ def minres_alfa(
     sc: wp.array(dtype=float),
     vv: wp.array(dtype=wp.vec3),
     vl: wp.array(dtype=float),
-    r1v: wp.array(dtype=wp.vec3),
-    r1l: wp.array(dtype=float),
     yv: wp.array(dtype=wp.vec3),
     yl: wp.array(dtype=float),
-    dots: wp.array(dtype=float),
+    r1v: wp.array(dtype=wp.vec3),
+    r1l: wp.array(dtype=float),
+    r2v: wp.array(dtype=wp.vec3),
+    r2l: wp.array(dtype=float),
+    alfa: wp.array(dtype=float),
 ):
-    """y −= (β/β_old)·r1 (from the second iteration on); dots[w] = v·y = α."""
+    """The Lanczos recurrence on y = A v: y −= (β/β_old)·r1 (from the second iteration on), α = v·y, then
+    y −= (α/β)·r2, r1 = r2, r2 = y; alfa[w] = α."""
     w, lane = wp.tid()
-    c = float(0.0)
+    beta = sc[w * SLOTS + BETA]
     oldb = sc[w * SLOTS + OLDB]
+    c = float(0.0)
     if k_iter > 0 and oldb > 0.0:
-        c = sc[w * SLOTS + BETA] / oldb
+        c = beta / oldb
     acc = float(0.0)
     for k in range(lane, particles, wp.block_dim()):
         i = w * particles + k
@@ -145,113 +137,38 @@ def minres_alfa(
         y_ = yl[i] - r1l[i] * c
         yl[i] = y_
         acc += vl[i] * y_
-    wp.tile_store(dots, wp.tile_sum(wp.tile(acc)), offset=w)
-
-
-@wp.kernel
-def minres_lanczos(
-    particles: int,
-    rows: int,
-    skip_start: int,
-    skip_count: int,
-    dots: wp.array(dtype=float),
-    sc: wp.array(dtype=float),
-    yv: wp.array(dtype=wp.vec3),
-    yl: wp.array(dtype=float),
-    r1v: wp.array(dtype=wp.vec3),
-    r1l: wp.array(dtype=float),
-    r2v: wp.array(dtype=wp.vec3),
-    r2l: wp.array(dtype=float),
-):
-    """y −= (α/β)·r2; r1 = r2; r2 = y."""
-    w, lane = wp.tid()
-    beta = sc[w * SLOTS + BETA]
-    c = float(0.0)
+    total = wp.tile_sum(wp.tile(acc))
+    wp.tile_store(alfa, total, offset=w)
+    a = total[0]
+    c2 = float(0.0)
     if beta > 0.0:
-        c = dots[w] / beta
+        c2 = a / beta
     for k in range(lane, particles, wp.block_dim()):
         i = w * particles + k
-        y = yv[i] - r2v[i] * c
+        y = yv[i] - r2v[i] * c2
         r1v[i] = r2v[i]
         r2v[i] = y
         yv[i] = y
     for k in range(lane, rows - skip_count, wp.block_dim()):
         i = w * rows + row_index(k, skip_start, skip_count)
-        y_ = yl[i] - r2l[i] * c
+        y_ = yl[i] - r2l[i] * c2
         r1l[i] = r2l[i]
         r2l[i] = y_
         yl[i] = y_
 
 
 @wp.kernel
-def minres_dot(
+def minres_update(
     particles: int,
     rows: int,
     skip_start: int,
     skip_count: int,
-    av: wp.array(dtype=wp.vec3),
-    al: wp.array(dtype=float),
-    bv: wp.array(dtype=wp.vec3),
-    bl: wp.array(dtype=float),
-    dots: wp.array(dtype=float),
-):
-    """dots[w] = a·b over both parts of world w."""
-    w, lane = wp.tid()
-    acc = float(0.0)
-    for k in range(lane, particles, wp.block_dim()):
-        i = w * particles + k
-        acc += wp.dot(av[i], bv[i])
-    for k in range(lane, rows - skip_count, wp.block_dim()):
-        i = w * rows + row_index(k, skip_start, skip_count)
-        acc += al[i] * bl[i]
-    wp.tile_store(dots, wp.tile_sum(wp.tile(acc)), offset=w)
-
-
-@wp.kernel
-def minres_givens(alfa: wp.array(dtype=float), beta_sq: wp.array(dtype=float), sc: wp.array(dtype=float)):
-    """The QR update of the Lanczos tridiagonal (one Givens rotation) and the step length φ of this iteration."""
-    w = wp.tid()
-    base = w * SLOTS
-    a = alfa[w]
-    beta_old = sc[base + BETA]
-    beta = wp.sqrt(wp.max(beta_sq[w], 0.0))
-    cs = sc[base + CS]
-    sn = sc[base + SN]
-    dbar = sc[base + DBAR]
-    sc[base + ALFA] = a
-    sc[base + OLDB] = beta_old
-    sc[base + BETA] = beta
-    sc[base + OLDEPS] = sc[base + EPS]
-    sc[base + DELTA] = cs * dbar + sn * a
-    gbar = sn * dbar - cs * a
-    sc[base + EPS] = sn * beta
-    sc[base + DBAR] = -cs * beta
-    gamma = wp.sqrt(gbar * gbar + beta * beta)
-    if beta_old <= 0.0 or gamma <= 0.0:
-        # the world's solve had already converged (or its right-hand side was zero): no update
-        sc[base + GAMMA] = 1.0
-        sc[base + PHI] = 0.0
-        sc[base + CS] = cs
-        sc[base + SN] = 0.0
-        sc[base + PHIBAR] = 0.0
-        return
-    cs = gbar / gamma
-    sn = beta / gamma
-    sc[base + GAMMA] = gamma
-    sc[base + CS] = cs
-    sc[base + SN] = sn
-    phibar = sc[base + PHIBAR]
-    sc[base + PHI] = cs * phibar
-    sc[base + PHIBAR] = sn * phibar
-
-
-@wp.kernel
-def minres_step(
-    particles: int,
-    rows: int,
-    skip_start: int,
-    skip_count: int,
+    alfa: wp.array(dtype=float),
     sc: wp.array(dtype=float),
+    r2v: wp.array(dtype=wp.vec3),
+    r2l: wp.array(dtype=float),
+    yv: wp.array(dtype=wp.vec3),
+    yl: wp.array(dtype=float),
     vv: wp.array(dtype=wp.vec3),
     vl: wp.array(dtype=float),
     wv: wp.array(dtype=wp.vec3),
@@ -261,13 +178,61 @@ def minres_step(
     xv: wp.array(dtype=wp.vec3),
     xl: wp.array(dtype=float),
 ):
-    """w_new = (v − ε_old·w1 − δ·w2)/γ with w1 = w2_old, w2 = w_old; x += φ·w_new."""
+    """The rest of one MINRES iteration (y = P r2 on entry): β² = r2·y; the QR update of the Lanczos tridiagonal (one
+    Givens rotation) and the step length φ; w_new = (v − ε_old·w1 − δ·w2)/γ with w1 = w2_old, w2 = w_old; x += φ·w_new;
+    and the next Lanczos vector v = y/β."""
     w, lane = wp.tid()
     base = w * SLOTS
-    oldeps = sc[base + OLDEPS]
-    delta = sc[base + DELTA]
-    ginv = 1.0 / sc[base + GAMMA]
-    phi = sc[base + PHI]
+    # every lane reads the recurrence state before the reduction below; lane 0 writes it back after it
+    a = alfa[w]
+    beta_old = sc[base + BETA]
+    cs = sc[base + CS]
+    sn = sc[base + SN]
+    dbar = sc[base + DBAR]
+    eps = sc[base + EPS]
+    phibar = sc[base + PHIBAR]
+    beta1 = sc[base + BETA1]
+    acc = float(0.0)
+    for k in range(lane, particles, wp.block_dim()):
+        i = w * particles + k
+        acc += wp.dot(r2v[i], yv[i])
+    for k in range(lane, rows - skip_count, wp.block_dim()):
+        i = w * rows + row_index(k, skip_start, skip_count)
+        acc += r2l[i] * yl[i]
+    total = wp.tile_sum(wp.tile(acc))
+    beta = wp.sqrt(wp.max(total[0], 0.0))
+    oldeps = eps
+    delta = cs * dbar + sn * a
+    gbar = sn * dbar - cs * a
+    eps = sn * beta
+    dbar = -cs * beta
+    gamma = wp.sqrt(gbar * gbar + beta * beta)
+    phi = float(0.0)
+    if beta_old <= 0.0 or gamma <= 0.0:
+        # the world's solve had already converged (or its right-hand side was zero): no update
+        gamma = 1.0
+        sn = 0.0
+        phibar = 0.0
+    else:
+        cs = gbar / gamma
+        sn = beta / gamma
+        phi = cs * phibar
+        phibar = sn * phibar
+    if lane == 0:
+        sc[base + ALFA] = a
+        sc[base + OLDB] = beta_old
+        sc[base + BETA] = beta
+        sc[base + OLDEPS] = oldeps
+        sc[base + DELTA] = delta
+        sc[base + EPS] = eps
+        sc[base + DBAR] = dbar
+        sc[base + GAMMA] = gamma
+        sc[base + CS] = cs
+        sc[base + SN] = sn
+        sc[base + PHI] = phi
+        sc[base + PHIBAR] = phibar
+    ginv = 1.0 / gamma
+    f = scale_of(beta, beta1)
     for k in range(lane, particles, wp.block_dim()):
         i = w * particles + k
         w1 = w2v[i]
@@ -276,6 +241,7 @@ def minres_step(
         w2v[i] = w2
         wv[i] = wn
         xv[i] = xv[i] + wn * phi
+        vv[i] = yv[i] * f
     for k in range(lane, rows - skip_count, wp.block_dim()):
         i = w * rows + row_index(k, skip_start, skip_count)
         w1_ = w2l[i]
@@ -284,6 +250,7 @@ def minres_step(
         w2l[i] = w2_
         wl[i] = wn_
         xl[i] = xl[i] + wn_ * phi
+        vl[i] = yl[i] * f
 
 
 @wp.kernel

@@ -86,7 +86,6 @@ class PrimalStep:
         self.tet_force = wp.zeros(4 * W * m.tet_count, dtype=wp.vec3, device=dev)  # −J_tᵀC_t⁻¹J_t xv per tet vertex
         self.g = row()  # gathered rows
         self.sc = wp.zeros(W * kmr.SLOTS, dtype=float, device=dev)
-        self.dots = wp.zeros(W, dtype=float, device=dev)
         self.alfa = wp.zeros(W, dtype=float, device=dev)
         self.skip = (m.distance_count, 6 * m.tet_count)
         self.free_rows = m.row_count - 6 * m.tet_count  # rows per world that keep a multiplier
@@ -224,18 +223,15 @@ class PrimalStep:
         bd = s.block_dim
         tol = s.config.linear_tolerance
         self.precondition(*self.b, *self.y)
-        wp.launch_tiled(kmr.minres_start, dim=[W], inputs=[n, R, *self.skip, *self.b, *self.y, *self.x, *self.r1, *self.r2, *self.w, *self.w2, self.dots], block_dim=bd, device=dev)
-        wp.launch(kmr.minres_init_scalars, dim=W, inputs=[self.dots, self.sc], device=dev)
+        wp.launch_tiled(kmr.minres_start, dim=[W], inputs=[n, R, *self.skip, *self.b, *self.y, *self.x, *self.r1, *self.r2, *self.w, *self.w2, *self.v, self.sc], block_dim=bd, device=dev)
         done = iterations
         for k in range(iterations):
-            wp.launch_tiled(kmr.minres_scale, dim=[W], inputs=[n, R, *self.skip, self.sc, *self.y, *self.v], block_dim=bd, device=dev)
+            # two vector launches per iteration besides the product and the preconditioner: after y = A v the Lanczos
+            # step, after y = P r2 the Givens update, the solution step and the next v in one pass
             self.matvec(*self.v, *self.y)
-            wp.launch_tiled(kmr.minres_alfa, dim=[W], inputs=[n, R, *self.skip, k, self.sc, *self.v, *self.r1, *self.y, self.alfa], block_dim=bd, device=dev)
-            wp.launch_tiled(kmr.minres_lanczos, dim=[W], inputs=[n, R, *self.skip, self.alfa, self.sc, *self.y, *self.r1, *self.r2], block_dim=bd, device=dev)
+            wp.launch_tiled(kmr.minres_lanczos, dim=[W], inputs=[n, R, *self.skip, k, self.sc, *self.v, *self.y, *self.r1, *self.r2, self.alfa], block_dim=bd, device=dev)
             self.precondition(*self.r2, *self.y)
-            wp.launch_tiled(kmr.minres_dot, dim=[W], inputs=[n, R, *self.skip, *self.r2, *self.y, self.dots], block_dim=bd, device=dev)
-            wp.launch(kmr.minres_givens, dim=W, inputs=[self.alfa, self.dots, self.sc], device=dev)
-            wp.launch_tiled(kmr.minres_step, dim=[W], inputs=[n, R, *self.skip, self.sc, *self.v, *self.w, *self.w2, *self.x], block_dim=bd, device=dev)
+            wp.launch_tiled(kmr.minres_update, dim=[W], inputs=[n, R, *self.skip, self.alfa, self.sc, *self.r2, *self.y, *self.v, *self.w, *self.w2, *self.x], block_dim=bd, device=dev)
             if tol > 0.0 and not dev.is_cuda:
                 # on the CPU device arrays are host memory: stop once every world's residual estimate is below tol
                 sc = self.sc.numpy().reshape(W, kmr.SLOTS)
