@@ -107,6 +107,7 @@ def minres_lanczos(
     skip_start: int,
     skip_count: int,
     k_iter: int,
+    row_sign: float,
     sc: wp.array(dtype=float),
     vv: wp.array(dtype=wp.vec3),
     vl: wp.array(dtype=float),
@@ -119,7 +120,8 @@ def minres_lanczos(
     alfa: wp.array(dtype=float),
 ):
     """The Lanczos recurrence on y = A v: y −= (β/β_old)·r1 (from the second iteration on), α = v·y, then
-    y −= (α/β)·r2, r1 = r2, r2 = y; alfa[w] = α."""
+    y −= (α/β)·r2, r1 = r2, r2 = y; alfa[w] = α. The row part of y arrives multiplied by ``row_sign`` (−1 when the
+    product left the saddle operator's sign to this kernel)."""
     w, lane = wp.tid()
     beta = sc[w * SLOTS + BETA]
     oldb = sc[w * SLOTS + OLDB]
@@ -134,7 +136,7 @@ def minres_lanczos(
         acc += wp.dot(vv[i], y)
     for k in range(lane, rows - skip_count, wp.block_dim()):
         i = w * rows + row_index(k, skip_start, skip_count)
-        y_ = yl[i] - r1l[i] * c
+        y_ = row_sign * yl[i] - r1l[i] * c
         yl[i] = y_
         acc += vl[i] * y_
     total = wp.tile_sum(wp.tile(acc))

@@ -15,7 +15,8 @@ plus a trilinear coarse grid per soft body, coarse_space.py), where long stiff b
 import warp as wp
 
 from .data import Jacobian, ModelData
-from .tet import polar_rotation, tet_jacobian_times, tet_stiffness_times, tet_vertex_forces
+from .schur import particle_transpose_product
+from .tet import polar_rotation, tet_constitutive_multiplier, tet_jacobian_times, write_tet_forces
 from .types import vec6
 
 
@@ -29,27 +30,6 @@ def skipped_row(tid: int, rows_per_world: int, skip_start: int, skip_count: int)
     if k >= skip_start:
         k += skip_count
     return w * rows_per_world + k
-
-
-@wp.func
-def tet_constitutive_multiplier(strain_rate: vec6, nu: float, youngs: float, volume: float, h: float, beta: float) -> vec6:
-    """λ_t = −C_t⁻¹·φ₀ with C_t⁻¹ = h(h+β)·V·D (kernels/tet.py): the impulse that zeroes the tet's rows."""
-    s = tet_stiffness_times(strain_rate, nu, youngs)
-    return -(h * (h + beta) * volume) * s
-
-
-@wp.func
-def write_tet_forces(R: wp.mat33, B: wp.mat33, lam: vec6, base: int, tet_force: wp.array(dtype=wp.vec3)):
-    """tet_force[base + a] = Σ_r ∂c_r/∂x_a · λ_r for the tet's four vertices (its part of Jᵀλ; kernels/tet.py,
-    tet_vertex_forces)."""
-    P = tet_vertex_forces(R, B, lam)
-    f1 = wp.vec3(P[0, 0], P[1, 0], P[2, 0])
-    f2 = wp.vec3(P[0, 1], P[1, 1], P[2, 1])
-    f3 = wp.vec3(P[0, 2], P[1, 2], P[2, 2])
-    tet_force[base] = -(f1 + f2 + f3)
-    tet_force[base + 1] = f1
-    tet_force[base + 2] = f2
-    tet_force[base + 3] = f3
 
 
 @wp.kernel
@@ -80,21 +60,26 @@ def tet_stiffness_product(
 
 @wp.kernel
 def particle_system_top(
-    particles_per_world: int,
+    m: ModelData,
+    jac: Jacobian,
     mass: wp.array(dtype=float),
     xv: wp.array(dtype=wp.vec3),
-    impulse: wp.array(dtype=wp.vec3),
+    xl: wp.array(dtype=float),
+    tet_force: wp.array(dtype=wp.vec3),
     # Out:
     yv: wp.array(dtype=wp.vec3),
     mass_xv: wp.array(dtype=wp.vec3),
 ):
-    """yv = M xv − impulse (impulse = Jᵀs from the tet product and the row part), identity for kinematic particles;
-    mass_xv = M xv, which the row gathers turn back into xv (they multiply by M⁻¹)."""
+    """yv = M xv − Jᵀs per particle, with Jᵀs = −K xv + J_pᵀ xl (the tets' part from the tet product in
+    ``tet_force``, the rows' part from xl); identity for kinematic particles. mass_xv = M xv, which the row gathers
+    turn back into xv (they multiply by M⁻¹)."""
     tid = wp.tid()
-    m = mass[tid % particles_per_world]
-    if m > 0.0:
-        yv[tid] = xv[tid] * m - impulse[tid]
-        mass_xv[tid] = xv[tid] * m
+    w = tid // m.particle_count
+    p = tid - w * m.particle_count
+    mp = mass[p]
+    if mp > 0.0:
+        yv[tid] = xv[tid] * mp - particle_transpose_product(m, jac, xl, tet_force, 1, w, p)
+        mass_xv[tid] = xv[tid] * mp
     else:
         yv[tid] = xv[tid]
         mass_xv[tid] = wp.vec3()

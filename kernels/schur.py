@@ -18,13 +18,14 @@ from .tet import (
     polar_rotation,
     tet_compliance_diagonal,
     tet_compliance_times,
+    tet_constitutive_multiplier,
     tet_deformation_gradient,
     tet_jacobian_times,
     tet_row_gradient,
     tet_strain,
+    write_tet_forces,
 )
 from .data import ContactSettings, Jacobian, ModelData, load6
-from .primal import tet_constitutive_multiplier, write_tet_forces
 from .types import vec6
 
 
@@ -196,23 +197,20 @@ def assemble_rows(
         wp.atomic_add(residual_sq, w, res)
 
 
-@wp.kernel
-def scatter_impulses(
+@wp.func
+def particle_transpose_product(
     m: ModelData,
     jac: Jacobian,
     x: wp.array(dtype=float),
     tet_force: wp.array(dtype=wp.vec3),
     use_tet_force: int,
-    # Out:
-    impulse: wp.array(dtype=wp.vec3),
-):
-    """impulse = Jᵀ x per particle, summed over the particle's incidence list in a fixed order (no atomics, so the
+    w: int,
+    p: int,
+) -> wp.vec3:
+    """(Jᵀ x) of particle p in world w, summed over the particle's incidence list in a fixed order (no atomics, so the
     result is reproducible and independent of the other worlds). use_tet_force = 1 takes each tet's part from
     ``tet_force`` (per tet and vertex, already J_tᵀ x_t: the primal step writes it where it computes x_t) instead of
     recomputing the strain gradients."""
-    tid = wp.tid()
-    w = tid // m.particle_count
-    p = tid - w * m.particle_count
     rbase = w * m.row_count
     acc = wp.vec3()
     for c in range(m.particle_incidence_start[p], m.particle_incidence_start[p + 1]):
@@ -250,7 +248,23 @@ def scatter_impulses(
             row0 = rbase + m.particle_body_row_start + 3 * k
             F = jac.pb_frame[w * m.particle_body_count + k]
             acc += wp.transpose(F) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
-    impulse[tid] = acc
+    return acc
+
+
+@wp.kernel
+def scatter_impulses(
+    m: ModelData,
+    jac: Jacobian,
+    x: wp.array(dtype=float),
+    tet_force: wp.array(dtype=wp.vec3),
+    use_tet_force: int,
+    # Out:
+    impulse: wp.array(dtype=wp.vec3),
+):
+    """impulse = Jᵀ x per particle (particle_transpose_product)."""
+    tid = wp.tid()
+    w = tid // m.particle_count
+    impulse[tid] = particle_transpose_product(m, jac, x, tet_force, use_tet_force, w, tid - w * m.particle_count)
 
 
 @wp.kernel

@@ -158,3 +158,24 @@ def tet_stiffness_times(c: vec6, nu: float, youngs: float) -> vec6:
         4.0 * mu * c[4],
         4.0 * mu * c[5],
     )
+
+
+@wp.func
+def tet_constitutive_multiplier(strain_rate: vec6, nu: float, youngs: float, volume: float, h: float, beta: float) -> vec6:
+    """λ_t = −C_t⁻¹·φ₀ with C_t⁻¹ = h(h+β)·V·D (kernels/tet.py): the impulse that zeroes the tet's rows."""
+    s = tet_stiffness_times(strain_rate, nu, youngs)
+    return -(h * (h + beta) * volume) * s
+
+
+@wp.func
+def write_tet_forces(R: wp.mat33, B: wp.mat33, lam: vec6, base: int, tet_force: wp.array(dtype=wp.vec3)):
+    """tet_force[base + a] = Σ_r ∂c_r/∂x_a · λ_r for the tet's four vertices (its part of Jᵀλ; kernels/tet.py,
+    tet_vertex_forces)."""
+    P = tet_vertex_forces(R, B, lam)
+    f1 = wp.vec3(P[0, 0], P[1, 0], P[2, 0])
+    f2 = wp.vec3(P[0, 1], P[1, 1], P[2, 1])
+    f3 = wp.vec3(P[0, 2], P[1, 2], P[2, 2])
+    tet_force[base] = -(f1 + f2 + f3)
+    tet_force[base + 1] = f1
+    tet_force[base + 2] = f2
+    tet_force[base + 3] = f3

@@ -157,15 +157,20 @@ class PrimalStep:
         wp.launch(kbp.woodbury_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, self.t_rows, self.u_rows, self.row_d, zl], device=dev)
 
     # ------------------------------------------------------------- operators
-    def matvec(self, xv: wp.array, xl: wp.array, yv: wp.array, yl: wp.array) -> None:
-        """(yv, yl) = [[A, −J_pᵀ], [−J_p, −S]] (xv, xl)."""
+    def matvec(self, xv: wp.array, xl: wp.array, yv: wp.array, yl: wp.array, negate_rows: bool = True) -> None:
+        """(yv, yl) = [[A, −J_pᵀ], [−J_p, −S]] (xv, xl); with ``negate_rows = False`` yl gets the row part's negative,
+        J_p xv + S xl (MINRES folds the sign into its Lanczos step and saves a launch)."""
         s, m, dev = self.s, self.s.model, self.s.model.device
         W = m.worlds
         wp.launch(kp.tet_stiffness_product, dim=W * m.tet_count, inputs=[m.data, s.jac, s.dt, xv], outputs=[self.tet_force], device=dev)
-        s._scatter(xl, self.tet_force)  # s.impulse = −K xv + J_pᵀ xl, s.body_impulse = J_bᵀ xl
-        wp.launch(kp.particle_system_top, dim=W * m.particle_count, inputs=[m.particle_count, self.mass, xv, s.impulse], outputs=[yv, self.mass_xv], device=dev)
-        s._gather(self.mass_xv, s.body_impulse, xl, self.g, skip_tets=1)
-        wp.launch(kp.negate_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, self.g, yl], device=dev)
+        wp.launch(kp.particle_system_top, dim=W * m.particle_count, inputs=[m.data, s.jac, self.mass, xv, xl, self.tet_force], outputs=[yv, self.mass_xv], device=dev)
+        if m.body_count > 0:
+            wp.launch(krigid.scatter_body_impulses, dim=W * m.body_count, inputs=[m.data, m.body_data, s.bjac, s.jac, xl], outputs=[s.body_impulse], device=dev)  # J_bᵀ xl
+        if negate_rows:
+            s._gather(self.mass_xv, s.body_impulse, xl, self.g, skip_tets=1)
+            wp.launch(kp.negate_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, self.g, yl], device=dev)
+        else:
+            s._gather(self.mass_xv, s.body_impulse, xl, yl, skip_tets=1)
 
     def fit_rotations(self) -> None:
         s, m = self.s, self.s.model
@@ -226,10 +231,10 @@ class PrimalStep:
         wp.launch_tiled(kmr.minres_start, dim=[W], inputs=[n, R, *self.skip, *self.b, *self.y, *self.x, *self.r1, *self.r2, *self.w, *self.w2, *self.v, self.sc], block_dim=bd, device=dev)
         done = iterations
         for k in range(iterations):
-            # two vector launches per iteration besides the product and the preconditioner: after y = A v the Lanczos
-            # step, after y = P r2 the Givens update, the solution step and the next v in one pass
-            self.matvec(*self.v, *self.y)
-            wp.launch_tiled(kmr.minres_lanczos, dim=[W], inputs=[n, R, *self.skip, k, self.sc, *self.v, *self.y, *self.r1, *self.r2, self.alfa], block_dim=bd, device=dev)
+            # two vector launches per iteration besides the product and the preconditioner: after y = A v (its row
+            # part negated) the Lanczos step, after y = P r2 the Givens update, the solution step and the next v
+            self.matvec(*self.v, *self.y, negate_rows=False)
+            wp.launch_tiled(kmr.minres_lanczos, dim=[W], inputs=[n, R, *self.skip, k, -1.0, self.sc, *self.v, *self.y, *self.r1, *self.r2, self.alfa], block_dim=bd, device=dev)
             self.precondition(*self.r2, *self.y)
             wp.launch_tiled(kmr.minres_update, dim=[W], inputs=[n, R, *self.skip, self.alfa, self.sc, *self.r2, *self.y, *self.v, *self.w, *self.w2, *self.x], block_dim=bd, device=dev)
             if tol > 0.0 and not dev.is_cuda:
