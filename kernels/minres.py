@@ -106,7 +106,6 @@ def minres_lanczos(
     rows: int,
     skip_start: int,
     skip_count: int,
-    k_iter: int,
     row_sign: float,
     sc: wp.array(dtype=float),
     vv: wp.array(dtype=wp.vec3),
@@ -119,14 +118,14 @@ def minres_lanczos(
     r2l: wp.array(dtype=float),
     alfa: wp.array(dtype=float),
 ):
-    """The Lanczos recurrence on y = A v: y −= (β/β_old)·r1 (from the second iteration on), α = v·y, then
+    """The Lanczos recurrence on y = A v: y −= (β/β_old)·r1 (from the second iteration on: β_old = 0 before), α = v·y, then
     y −= (α/β)·r2, r1 = r2, r2 = y; alfa[w] = α. The row part of y arrives multiplied by ``row_sign`` (−1 when the
     product left the saddle operator's sign to this kernel)."""
     w, lane = wp.tid()
     beta = sc[w * SLOTS + BETA]
     oldb = sc[w * SLOTS + OLDB]
     c = float(0.0)
-    if k_iter > 0 and oldb > 0.0:
+    if oldb > 0.0:  # β_old is 0 in the first iteration (minres_start)
         c = beta / oldb
     acc = float(0.0)
     for k in range(lane, particles, wp.block_dim()):

@@ -234,7 +234,7 @@ class PrimalStep:
             # two vector launches per iteration besides the product and the preconditioner: after y = A v (its row
             # part negated) the Lanczos step, after y = P r2 the Givens update, the solution step and the next v
             self.matvec(*self.v, *self.y, negate_rows=False)
-            wp.launch_tiled(kmr.minres_lanczos, dim=[W], inputs=[n, R, *self.skip, k, -1.0, self.sc, *self.v, *self.y, *self.r1, *self.r2, self.alfa], block_dim=bd, device=dev)
+            wp.launch_tiled(kmr.minres_lanczos, dim=[W], inputs=[n, R, *self.skip, -1.0, self.sc, *self.v, *self.y, *self.r1, *self.r2, self.alfa], block_dim=bd, device=dev)
             self.precondition(*self.r2, *self.y)
             wp.launch_tiled(kmr.minres_update, dim=[W], inputs=[n, R, *self.skip, self.alfa, self.sc, *self.r2, *self.y, *self.v, *self.w, *self.w2, *self.x], block_dim=bd, device=dev)
             if tol > 0.0 and not dev.is_cuda:
