@@ -100,6 +100,9 @@ def main(argv: list[str] | None = None, *, check_only: bool = False) -> int:
     except (ValueError, OSError) as exc:
         print(_error_line(args, exc), file=sys.stderr)
         return 2
+    except FloatingPointError as exc:  # SimulationDiverged: the run's settings are unstable, said in one line
+        print(f"softsnake: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("softsnake: interrupted; no output was written", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -143,6 +143,24 @@ def test_bad_config_values_raise_clear_errors():
         VineConfig.preset_config("chen", eps_crit=1.5)
     with pytest.raises(ValueError, match="unknown VineConfig field"):
         VineConfig.preset_config("chen", lenght=3)
+    # the tube's own rotational inertia (~1e-7 kg m²) with the explicit bending step at 1/30 s cannot run
+    with pytest.raises(ValueError, match="explicit bending step is unstable"):
+        VineConfig.preset_config("chen", inertia=3.0e-7)
+    with pytest.raises(ValueError, match="explicit bending step is unstable"):
+        VineConfig.preset_config("jitosho", stiffness=10.0)
+
+
+def test_chen_preset_defaults_grow_straight_in_free_space():
+    """The documented chen preset as it ships: 3 s of growth in free space at its Δt = 1/30 s, every body at most at
+    the growth speed and the tip at the grown length (no bending load: the vine must stay straight)."""
+    cfg = VineConfig.preset_config("chen")
+    sim = VineSim(cfg, device=TEST_DEVICE)
+    for _ in range(90):
+        sim.step()
+        assert np.abs(sim.state.body_qd.numpy()[:, :3]).max() <= 1.01 * cfg.growth_rate
+    tip = sim.contact_points()[0, sim.grown_links() - 1]
+    grown = cfg.initial_links * cfg.link_length + cfg.growth_rate * 3.0
+    np.testing.assert_allclose(tip, [0.0, -grown], atol=1e-3)  # the contact sphere sits at the distal end
 
 
 def test_bad_files_raise_clear_errors(tmp_path):
