@@ -128,7 +128,13 @@ def check_outputs(name: str, argv: list[str], stdout: str) -> None:
     elif name == "step-response":
         assert np.load(out / "step_response.npz")["inflate_pressure"].shape[1] == 5
     elif name == "bench":
-        assert "snakes  0.25" in stdout and "steps/s" in stdout
+        assert "snakes  0.25" in stdout and "steps/s" in stdout and "peak" in stdout
+        for flag in ("--csv", "--plot"):
+            if flag in argv:
+                assert Path(argv[argv.index(flag) + 1]).stat().st_size > 0
+        if "--csv" in argv:
+            rows = Path(argv[argv.index("--csv") + 1]).read_text().splitlines()
+            assert rows[0].startswith("snakes,worlds,device,ms_total") and len(rows) == 2
     elif name == "info":
         assert "Table I" in stdout and "[solver]" in stdout
     elif name == "fit":

@@ -70,6 +70,7 @@ def bench_snakes(snakes: float, frames: int = 20, *, device: str = "cpu", config
     if not np.all(np.isfinite(sim.com())):
         raise FloatingPointError("non-finite state during the benchmark: refusing to report")
     sim_seconds = cfg.frame_dt
+    memory_mb, memory_kind = peak_memory(sim.device)
     return dict(
         snakes=snakes,
         worlds=worlds,
@@ -86,6 +87,67 @@ def bench_snakes(snakes: float, frames: int = 20, *, device: str = "cpu", config
         ms_total=1e3 * total,
         ms_per_snake=1e3 * total / max(snakes, 1) if snakes >= 1 else None,
         steps_per_s=SUBSTEPS_PER_FRAME / total,
+        snake_steps_per_s=worlds * SUBSTEPS_PER_FRAME / total if snakes >= 1 else None,
         real_time_factor=sim_seconds / total,
+        peak_memory_mb=memory_mb,
+        memory_kind=memory_kind,
         paper_ms_total=PAPER_TABLE_II.get(snakes, (None, None, None))[2],
     )
+
+
+def peak_memory(device) -> tuple[float, str]:
+    """(MB, what it is): the CUDA memory pool's high-water mark on a GPU; on the CPU the process's peak resident set
+    (everything the process ever held, Python and compiled kernels included, so an upper bound for the model)."""
+    if device.is_cuda:
+        return wp.get_mempool_used_mem_high(device) / 2**20, "CUDA mempool high-water mark"
+    import resource
+    import sys
+
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return (rss / 2**20 if sys.platform == "darwin" else rss / 2**10), "process peak RSS"
+
+
+CSV_FIELDS = ("snakes", "worlds", "device", "ms_total", "ms_assembly", "ms_solve", "ms_per_snake", "steps_per_s", "snake_steps_per_s", "real_time_factor", "peak_memory_mb", "memory_kind", "paper_ms_total")
+
+
+def bench_csv(rows: list[dict]) -> str:
+    """The rows as CSV text (empty cells for missing values)."""
+    lines = [",".join(CSV_FIELDS)]
+    for r in rows:
+        cells = []
+        for k in CSV_FIELDS:
+            v = r.get(k)
+            cells.append("" if v is None else (f"{v:.6g}" if isinstance(v, float) else str(v)))
+        lines.append(",".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+def plot_bench(rows: list[dict], path) -> None:
+    """ms per frame and snake-steps/s against the snake count (log-log), the paper's Table II next to it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    whole = [r for r in rows if r["snakes"] >= 1]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
+    n = [r["snakes"] for r in whole]
+    a.loglog(n, [r["ms_total"] for r in whole], "o-", label=f"softsnake ({whole[0]['device'] if whole else ''})")
+    paper = sorted((k, v[2]) for k, v in PAPER_TABLE_II.items() if k >= 1)
+    a.loglog([k for k, _ in paper], [v for _, v in paper], "s--", label="paper (GTX 1080 Ti)")
+    a.axhline(1e3 * SUBSTEPS_PER_FRAME / 120.0, color="gray", lw=0.8, ls=":", label="real time (frame = 2 × 1/120 s)")
+    a.set_xlabel("snakes simulated together")
+    a.set_ylabel("ms per frame")
+    a.legend(fontsize=8)
+    b.loglog(n, [r["snake_steps_per_s"] for r in whole], "o-")
+    b.axhline(12000, color="gray", lw=0.8, ls=":", label="100 snakes in real time")
+    b.set_xlabel("snakes simulated together")
+    b.set_ylabel("snake-steps per second")
+    b.legend(fontsize=8)
+    for ax in (a, b):
+        ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    from softsnake.io.files import save_figure_atomic
+
+    save_figure_atomic(fig, path, dpi=110)
+    plt.close(fig)

@@ -238,11 +238,20 @@ def run_bench_command(args) -> int:
             per = "    -" if r["ms_per_snake"] is None else f"{r['ms_per_snake']:8.2f}"
             print(
                 f"snakes {s:5g} | assembly {r['ms_assembly']:8.2f} ms | solve {r['ms_solve']:8.2f} ms | total {r['ms_total']:8.2f} ms | per snake {per} | "
-                f"{r['steps_per_s']:7.1f} steps/s | RTF {r['real_time_factor']:.3f} | paper total {paper[2] if paper else '-'} ms",
+                f"{r['steps_per_s']:7.1f} steps/s | RTF {r['real_time_factor']:.3f} | peak {r['peak_memory_mb']:.0f} MB | paper total {paper[2] if paper else '-'} ms",
                 flush=True,
             )
     if args.json:
         print(json.dumps(rows, indent=2))
+    if args.csv:
+        from softsnake.experiments.bench import bench_csv
+        from softsnake.io.files import write_text_atomic
+
+        write_text_atomic(args.csv, bench_csv(rows))
+    if args.plot:
+        from softsnake.experiments.bench import plot_bench
+
+        plot_bench(rows, args.plot)
     return 0
 
 
@@ -268,7 +277,7 @@ def run_info_command(args) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    from softsnake.cli_args import input_path, integer, number, output_folder
+    from softsnake.cli_args import input_path, integer, number, output_file, output_folder
 
     def common(p, device=True):
         p.add_argument("--config", type=input_path, default=None, help="snake configuration TOML ([snake], [pneumatics], [solver] tables)")
@@ -314,6 +323,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--snakes", default="0.25,1,2,4", help="comma-separated snake counts; 0.25 = one link (default 0.25,1,2,4)")
     p.add_argument("--frames", type=integer(1), default=20, help="timed frames per count (default 20)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--csv", type=output_file(".csv"), help="also write the rows (incl. snake-steps/s and peak memory) to this CSV file")
+    p.add_argument("--plot", type=output_file(".png"), help="also plot ms/frame and snake-steps/s against the snake count (PNG)")
     p.set_defaults(func=run_bench_command, check=check_bench_command)
 
     p = sub.add_parser("info", help="model counts (vs paper Table I) and settings, as TOML that --config loads")
