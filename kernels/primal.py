@@ -16,7 +16,7 @@ import warp as wp
 
 from .data import Jacobian, ModelData
 from .schur import particle_transpose_product
-from .tet import polar_rotation, tet_constitutive_multiplier, tet_jacobian_times, write_tet_forces
+from .tet import polar_rotation, tet_jacobian_times, write_tet_forces
 from .types import vec6
 
 
@@ -36,12 +36,14 @@ def skipped_row(tid: int, rows_per_world: int, skip_start: int, skip_count: int)
 def tet_stiffness_product(
     m: ModelData,
     jac: Jacobian,
-    h: float,
+    lame: wp.array(dtype=wp.vec2),
     xv: wp.array(dtype=wp.vec3),
     # Out:
     tet_force: wp.array(dtype=wp.vec3),
 ):
-    """Per tet and vertex, J_tᵀ s_t with s_t = −C_t⁻¹ J_t xv (scatter_impulses then sums −Σ J_tᵀ C_t⁻¹ J_t xv = −K·xv)."""
+    """Per tet and vertex, J_tᵀ s_t with s_t = −C_t⁻¹ J_t xv (scatter then sums −Σ J_tᵀ C_t⁻¹ J_t xv = −K·xv).
+    ``lame`` = h(h+β)·V·(λ, μ) per tet (tet_scaled_lame), so C_t⁻¹·c = lame₀·tr(c)·δ + 2·lame₁·c (Voigt, tensor
+    shear rows: 4·lame₁ on those) needs no division here."""
     tid = wp.tid()
     w = tid // m.tet_count
     t = tid - w * m.tet_count
@@ -49,12 +51,11 @@ def tet_stiffness_product(
     B = m.tet_rest_inverse[t]
     R = jac.tet_rotation[tid]
     pbase = w * m.particle_count
-    x0 = xv[pbase + idx[0]]
-    x1 = xv[pbase + idx[1]]
-    x2 = xv[pbase + idx[2]]
-    x3 = xv[pbase + idx[3]]
-    jx = tet_jacobian_times(R, B, x0, x1, x2, x3)
-    lam = tet_constitutive_multiplier(jx, m.tet_poisson[t], m.tet_youngs[t], m.tet_volume[t], h, m.tet_damping[t])
+    c = tet_jacobian_times(R, B, xv[pbase + idx[0]], xv[pbase + idx[1]], xv[pbase + idx[2]], xv[pbase + idx[3]])
+    k = lame[t]
+    tr = k[0] * (c[0] + c[1] + c[2])
+    mu2 = 2.0 * k[1]
+    lam = -vec6(tr + mu2 * c[0], tr + mu2 * c[1], tr + mu2 * c[2], 2.0 * mu2 * c[3], 2.0 * mu2 * c[4], 2.0 * mu2 * c[5])
     write_tet_forces(R, B, lam, 4 * tid, tet_force)
 
 

@@ -279,10 +279,13 @@ def gather_rows(
     y: wp.array(dtype=float),
 ):
     """y = J M⁻¹ (impulse) + C x, with impulse = Jᵀ x from scatter_impulses; skip_tets = 1 leaves the tet rows
-    alone (the primal FEM step eliminates them)."""
+    alone (the primal FEM step eliminates them; the launch then covers element_count − tet_count threads per world)."""
     tid = wp.tid()
-    w = tid // m.element_count
-    e = tid - w * m.element_count
+    per_world = m.element_count - skip_tets * m.tet_count
+    w = tid // per_world
+    e = tid - w * per_world
+    if skip_tets != 0 and e >= m.distance_count:
+        e += m.tet_count
     pbase = w * m.particle_count
     rbase = w * m.row_count
     if e < m.distance_count:
@@ -293,8 +296,6 @@ def gather_rows(
         val = wp.dot(jac.distance_dir[w * m.distance_count + e], dv) + jac.row_compliance[r] * x[r]
         y[r] = val
     elif e < m.distance_count + m.tet_count:
-        if skip_tets != 0:
-            return
         t = e - m.distance_count
         idx = m.tet_indices[t]
         B = m.tet_rest_inverse[t]

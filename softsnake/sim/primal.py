@@ -21,6 +21,18 @@ from softsnake.kernels.data import ModelData
 from .coarse_space import build_coarse_space, connected_labels
 
 
+def tet_scaled_lame(data: ModelData, h: float) -> np.ndarray:
+    """(T, 2): h(h+β)·V·(λ, μ) per tet [N·s²·m]: the Lamé parameters of the tet's linear-elastic stress (kernels/tet.py,
+    tet_stiffness_times) times the implicit-Euler factor and the volume, so that the product's constitutive impulse is
+    one multiply-add per row (kernels/primal.py, tet_stiffness_product)."""
+    youngs = data.tet_youngs.numpy().astype(np.float64)
+    nu = data.tet_poisson.numpy().astype(np.float64)
+    scale = h * (h + data.tet_damping.numpy().astype(np.float64)) * data.tet_volume.numpy().astype(np.float64)
+    lam = youngs * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
+    mu = youngs / (2.0 * (1.0 + nu))
+    return np.stack([scale * lam, scale * mu], axis=1) if len(youngs) else np.zeros((1, 2))
+
+
 class PrimalStep:
     """Buffers and launches of the primal-FEM step of a :class:`~softsnake.sim.solver.Solver`."""
 
@@ -45,6 +57,7 @@ class PrimalStep:
         f32 = lambda a: wp.array(np.asarray(a, dtype=np.float32), dtype=float, device=dev)  # noqa: E731
         i32 = lambda a: wp.array(np.asarray(a, dtype=np.int32), dtype=int, device=dev)  # noqa: E731
         self.mass = f32(np.where(m.particle_inv_mass_host > 0, m.particle_mass, 0.0))
+        self.tet_lame = wp.array(tet_scaled_lame(data, solver.dt).astype(np.float32), dtype=wp.vec2, device=dev)
         self.diag_v = f32(cs.diag)
         # assembly sees the particles' effective inverse masses (Schur diagonals and FB/friction scaling)
         self.data_eff = ModelData()  # a new struct: copy.copy would share the ctypes storage with m.data
@@ -162,7 +175,7 @@ class PrimalStep:
         J_p xv + S xl (MINRES folds the sign into its Lanczos step and saves a launch)."""
         s, m, dev = self.s, self.s.model, self.s.model.device
         W = m.worlds
-        wp.launch(kp.tet_stiffness_product, dim=W * m.tet_count, inputs=[m.data, s.jac, s.dt, xv], outputs=[self.tet_force], device=dev)
+        wp.launch(kp.tet_stiffness_product, dim=W * m.tet_count, inputs=[m.data, s.jac, self.tet_lame, xv], outputs=[self.tet_force], device=dev)
         wp.launch(kp.particle_system_top, dim=W * m.particle_count, inputs=[m.data, s.jac, self.mass, xv, xl, self.tet_force], outputs=[yv, self.mass_xv], device=dev)
         if m.body_count > 0:
             wp.launch(krigid.scatter_body_impulses, dim=W * m.body_count, inputs=[m.data, m.body_data, s.bjac, s.jac, xl], outputs=[s.body_impulse], device=dev)  # J_bᵀ xl

@@ -337,7 +337,8 @@ class Solver:
         m = self.model
         dev = m.device
         if particle_rows:
-            wp.launch(kschur.gather_rows, dim=m.worlds * m.element_count, inputs=[m.data, self.jac, self.dt, particle_impulse, x, skip_tets], outputs=[y], device=dev)
+            per_world = m.element_count - (m.tet_count if skip_tets else 0)
+            wp.launch(kschur.gather_rows, dim=m.worlds * per_world, inputs=[m.data, self.jac, self.dt, particle_impulse, x, skip_tets], outputs=[y], device=dev)
         if m.particle_body_count > 0:
             wp.launch(
                 kbc.gather_particle_body_contacts,
