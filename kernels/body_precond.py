@@ -293,7 +293,7 @@ def cluster_solve(
 
 
 @wp.kernel
-def woodbury_rows(rows_per_world: int, skip_start: int, skip_count: int, t: wp.array(dtype=float), u: wp.array(dtype=float), d: wp.array(dtype=float), z: wp.array(dtype=float)):
-    """z = t − u / d (u = J_b H⁻¹ J_bᵀ t on body rows, 0 elsewhere)."""
+def woodbury_rows(rows_per_world: int, skip_start: int, skip_count: int, r: wp.array(dtype=float), u: wp.array(dtype=float), d: wp.array(dtype=float), z: wp.array(dtype=float)):
+    """z = D⁻¹r − D⁻¹u (u = J_b H⁻¹ J_bᵀ D⁻¹r on body rows, 0 elsewhere)."""
     i = skipped_row(wp.tid(), rows_per_world, skip_start, skip_count)
-    z[i] = t[i] - u[i] / d[i]
+    z[i] = r[i] / d[i] - u[i] / d[i]

@@ -162,12 +162,14 @@ class PrimalStep:
     def _precondition_body_rows(self, rl: wp.array, zl: wp.array) -> None:
         """zl = (D + J_b M_b⁻¹ J_bᵀ)⁻¹ rl by the Woodbury identity (kernels/body_precond.py)."""
         s, m, dev, W = self.s, self.s.model, self.s.model.device, self.s.model.worlds
-        wp.launch(kp.precondition_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, self.row_d, rl, self.t_rows], device=dev)
+        # t = D⁻¹ r is needed only on the rows that act on bodies, the last block of each world [contact_row_end, R)
+        body_rows = m.row_count - m.contact_row_end
+        wp.launch(kp.precondition_rows, dim=W * body_rows, inputs=[m.row_count, 0, m.contact_row_end, self.row_d, rl, self.t_rows], device=dev)
         wp.launch(krigid.scatter_body_impulses, dim=W * m.body_count, inputs=[m.data, m.body_data, s.bjac, s.jac, self.t_rows], outputs=[self.f_body], device=dev)
         wp.launch(kbp.cluster_solve, dim=W * self.clusters, inputs=[m.body_data, self.bb, self.clusters, s.dt, s.body_x_start, s.body_v, self.H, self.f_body, self.H_work], outputs=[self.imp_body], device=dev)
         self.u_rows.zero_()  # rows acting on no body keep u = 0
         s._gather(self.zero_particles, self.imp_body, self.zero_rows, self.u_rows, particle_rows=False)
-        wp.launch(kbp.woodbury_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, self.t_rows, self.u_rows, self.row_d, zl], device=dev)
+        wp.launch(kbp.woodbury_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, rl, self.u_rows, self.row_d, zl], device=dev)
 
     # ------------------------------------------------------------- operators
     def matvec(self, xv: wp.array, xl: wp.array, yv: wp.array, yl: wp.array, negate_rows: bool = True) -> None:
