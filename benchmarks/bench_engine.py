@@ -20,9 +20,9 @@ import warp as wp
 from softsnake.sim.model import quiet_warp
 
 import softsnake as ss
-from softsnake.scenes import soft_slab_on_ground, soft_slab_with_rigid_chain
+from softsnake.scenes import soft_slab_among_obstacles, soft_slab_on_ground, soft_slab_with_rigid_chain
 
-SCENES = {"slab": soft_slab_on_ground, "slab+chain": soft_slab_with_rigid_chain}
+SCENES = {"slab": soft_slab_on_ground, "slab+chain": soft_slab_with_rigid_chain, "slab+obstacles": soft_slab_among_obstacles}
 
 
 def _sync(device):
@@ -84,7 +84,7 @@ def main():
     ap.add_argument("--newton", type=int, default=4)
     ap.add_argument("--linear", type=int, default=20)
     ap.add_argument("--dt", type=float, default=1.0 / 120.0)
-    ap.add_argument("--scene", choices=sorted(SCENES), default="slab", help="slab: soft mesh on the ground; slab+chain: plus hinged rigid carriages attached to it")
+    ap.add_argument("--scene", choices=sorted(SCENES), default="slab", help="slab: soft mesh on the ground; slab+chain: plus hinged rigid carriages attached to it; slab+obstacles: among 100 static boxes")
     ap.add_argument("--fem", choices=("primal", "dual"), default="primal", help="solver formulation (docs/solver.md)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()

@@ -51,3 +51,23 @@ def soft_slab_with_rigid_chain(cells=(30, 5, 5), size=(0.3, 0.05, 0.05), carriag
             b.add_joint_revolute(bodies[-1], body, (cx - spacing / 2, 0.0, z), (0.0, 0.0, 1.0))
         bodies.append(body)
     return b
+
+
+def soft_slab_among_obstacles(obstacles: int = 100, cells=(30, 5, 5), size=(0.3, 0.05, 0.05), **slab_kwargs):
+    """The soft slab on the ground among ``obstacles`` static boxes (2 cm posts on a grid around it, none touching
+    it): a contact-scaling scene. Every particle has a contact slot per shape, so today its rows grow with
+    particles × shapes, not with actual contacts (issue 11, target 4)."""
+    b = soft_slab_on_ground(cells, size, **slab_kwargs)
+    side = int(np.ceil(np.sqrt(obstacles + 1)))
+    placed = 0
+    for i in range(side + 2):
+        for j in range(side + 2):
+            if placed == obstacles:
+                return b
+            x = (i - (side + 1) / 2) * 0.12
+            y = (j - (side + 1) / 2) * 0.12
+            if abs(x) < size[0] / 2 + 0.05 and abs(y) < size[1] / 2 + 0.05:
+                continue  # keep the slab's own patch clear
+            b.add_shape_box(-1, (0.01, 0.01, 0.02), pos=(x, y, 0.02), mu=0.5)
+            placed += 1
+    return b
