@@ -107,10 +107,11 @@ class Profiler:
 def make_scene(scene: str, device: str, graph_capture: bool):
     """(advance one step, steps per call, description); the snake advances one frame of its substeps."""
     import softsnake as ss
-    from softsnake.scenes import soft_slab_on_ground, soft_slab_with_rigid_chain
+    from softsnake.scenes import soft_slab_among_obstacles, soft_slab_on_ground, soft_slab_with_rigid_chain
 
-    if scene in ("slab", "slab+chain"):
-        builder = soft_slab_on_ground() if scene == "slab" else soft_slab_with_rigid_chain()
+    slabs = {"slab": soft_slab_on_ground, "slab+chain": soft_slab_with_rigid_chain, "slab+obstacles": soft_slab_among_obstacles}
+    if scene in slabs:
+        builder = slabs[scene]()
         model = builder.finalize(device=device)
         state = model.state()
         solver = ss.Solver(model, dt=1.0 / 120.0, check_finite=False, graph_capture=graph_capture)
@@ -133,12 +134,12 @@ def make_scene(scene: str, device: str, graph_capture: bool):
 
         m = sim.model
         return frame, cfg.substeps, f"snake: {m.particle_count} particles, {m.tet_count} tets, {m.body_count} bodies, {m.row_count} rows"
-    raise SystemExit(f"unknown scene {scene!r} (slab, slab+chain, snake)")
+    raise SystemExit(f"unknown scene {scene!r} (slab, slab+chain, slab+obstacles, snake)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scene", default="slab", help="slab, slab+chain or snake (default slab)")
+    ap.add_argument("--scene", default="slab", help="slab, slab+chain, slab+obstacles or snake (default slab)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--steps", type=int, default=10, help="profiled calls (snake: frames of 2 steps)")
     ap.add_argument("--top", type=int, default=25, help="kernels listed")
