@@ -4,8 +4,8 @@ Every Warp launch (and ``wp.copy``) is timed with a device synchronisation aroun
 solver phase active at the time: prediction and linearisation, row assembly, MINRES vector work, the matrix-free
 product, the preconditioner, updates and line search, the friction cone projection, integration. The profiled step
 runs eagerly (no graph capture) so that launches are visible, and each launch pays Python's launch cost and a
-synchronisation; the unprofiled ms/step printed first is the default step, replayed as a captured graph (CUDA graph
-on a GPU, Warp's CPU capture on the CPU).
+synchronisation; the unprofiled ms/step printed first is the default step (a captured CUDA graph on a GPU; on the CPU
+eager, or replayed with Warp's CPU capture when SOFTSNAKE_CPU_CAPTURE=1).
 
     python benchmarks/profile_step.py --scene slab --steps 10
     python benchmarks/profile_step.py --scene snake --steps 6 --device cuda
@@ -151,7 +151,8 @@ def main() -> None:
 
     quiet_warp()
     device = wp.get_device(args.device)
-    # the unprofiled time is that of the default step (replayed as a captured graph); the profile runs it eagerly
+    # the unprofiled time is that of the default step (a captured graph on CUDA, and on the CPU with
+    # SOFTSNAKE_CPU_CAPTURE=1); the profile runs it eagerly
     advance, substeps, title = make_scene(args.scene, args.device, graph_capture=True)
     for _ in range(3):  # compile and settle
         advance()
@@ -175,7 +176,7 @@ def main() -> None:
     n = args.steps * substeps
     total = sum(prof.kernel_time.values())
     print(f"{title}; device {device}; {n} steps")
-    print(f"ms/step: {clean_ms:.2f} unprofiled (captured graph), {profiled_ms:.2f} profiled (eager, {1e3 * total / n:.2f} inside timed launches)")
+    print(f"ms/step: {clean_ms:.2f} unprofiled (default step), {profiled_ms:.2f} profiled (eager, {1e3 * total / n:.2f} inside timed launches)")
     phase_time, phase_calls = defaultdict(float), defaultdict(int)
     kernel_time, kernel_calls = defaultdict(float), defaultdict(int)
     for (phase, kernel), t in prof.kernel_time.items():

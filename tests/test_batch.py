@@ -50,14 +50,14 @@ def test_batched_worlds_match_single_world_and_stay_independent():
 
 
 def test_captured_step_replays_the_eager_step_exactly():
-    """The default step is replayed as a captured graph (CUDA graph, or Warp's CPU capture); it must give the eager
-    step's numbers exactly, also across a state swap (the graph is re-captured for the new arrays) and a restored
-    checkpoint (the carried multipliers live in the solver's own arrays)."""
+    """A captured step (CUDA graph, or Warp's opt-in CPU capture) must give the eager step's numbers exactly, also
+    across a state swap (the graph is re-captured for the new arrays) and a restored checkpoint (the carried
+    multipliers live in the solver's own arrays)."""
     results = []
     for capture in (False, True):
         model = build(2)
         state = model.state()
-        solver = ss.Solver(model, graph_capture=capture)
+        solver = ss.Solver(model, graph_capture=capture, cpu_graph_capture=capture)
         for _ in range(20):
             solver.step(state)
         saved = solver.carried_state()
