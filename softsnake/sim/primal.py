@@ -8,6 +8,8 @@ diagonal taken with the particles' effective masses 1/A_pp. Rigid bodies stay el
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import warp as wp
 
@@ -31,6 +33,37 @@ def tet_scaled_lame(data: ModelData, h: float) -> np.ndarray:
     lam = youngs * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
     mu = youngs / (2.0 * (1.0 + nu))
     return np.stack([scale * lam, scale * mu], axis=1) if len(youngs) else np.zeros((1, 2))
+
+
+_RECORDING: list[list] = []  # the op lists of active recorded_launches() blocks
+
+
+@contextmanager
+def recorded_launches():
+    """Run a block of Warp launches while recording each as a replayable command (``record_cmd=True``); yields the
+    list of zero-argument callables that repeat the block. The block runs as usual; only ``wp.launch`` /
+    ``wp.launch_tiled`` calls and ``PrimalStep._zero`` are recorded, so it must contain nothing else that matters."""
+    ops: list = []
+    real_launch, real_tiled = wp.launch, wp.launch_tiled
+
+    def record(cmd) -> None:
+        if cmd is not None:  # None: an empty launch (dim 0), nothing to run
+            cmd.launch()
+            ops.append(cmd.launch)
+
+    def launch(*args, **kwargs):
+        record(real_launch(*args, record_cmd=True, **kwargs))
+
+    def launch_tiled(*args, **kwargs):
+        record(real_tiled(*args, record_cmd=True, **kwargs))
+
+    _RECORDING.append(ops)
+    wp.launch, wp.launch_tiled = launch, launch_tiled
+    try:
+        yield ops
+    finally:
+        wp.launch, wp.launch_tiled = real_launch, real_tiled
+        _RECORDING.pop()
 
 
 class PrimalStep:
@@ -102,6 +135,7 @@ class PrimalStep:
         self.alfa = wp.zeros(W, dtype=float, device=dev)
         self.skip = (m.distance_count, 6 * m.tet_count)
         self.free_rows = m.row_count - 6 * m.tet_count  # rows per world that keep a multiplier
+        self._iteration_ops = None  # one MINRES iteration's recorded launches (CPU), made by the first solve
         self._setup_body_blocks()
 
     def _setup_body_blocks(self) -> None:
@@ -167,7 +201,7 @@ class PrimalStep:
         wp.launch(kp.precondition_rows, dim=W * body_rows, inputs=[m.row_count, 0, m.contact_row_end, self.row_d, rl, self.t_rows], device=dev)
         wp.launch(krigid.scatter_body_impulses, dim=W * m.body_count, inputs=[m.data, m.body_data, s.bjac, s.jac, self.t_rows], outputs=[self.f_body], device=dev)
         wp.launch(kbp.cluster_solve, dim=W * self.clusters, inputs=[m.body_data, self.bb, self.clusters, s.dt, s.body_x_start, s.body_v, self.H, self.f_body, self.H_work], outputs=[self.imp_body], device=dev)
-        self.u_rows.zero_()  # rows acting on no body keep u = 0
+        self._zero(self.u_rows)  # rows acting on no body keep u = 0
         s._gather(self.zero_particles, self.imp_body, self.zero_rows, self.u_rows, particle_rows=False)
         wp.launch(kbp.woodbury_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, rl, self.u_rows, self.row_d, zl], device=dev)
 
@@ -246,12 +280,18 @@ class PrimalStep:
         wp.launch_tiled(kmr.minres_start, dim=[W], inputs=[n, R, *self.skip, *self.b, *self.y, *self.x, *self.r1, *self.r2, *self.w, *self.w2, *self.v, self.sc], block_dim=bd, device=dev)
         done = iterations
         for k in range(iterations):
-            # two vector launches per iteration besides the product and the preconditioner: after y = A v (its row
-            # part negated) the Lanczos step, after y = P r2 the Givens update, the solution step and the next v
-            self.matvec(*self.v, *self.y, negate_rows=False)
-            wp.launch_tiled(kmr.minres_lanczos, dim=[W], inputs=[n, R, *self.skip, -1.0, self.sc, *self.v, *self.y, *self.r1, *self.r2, self.alfa], block_dim=bd, device=dev)
-            self.precondition(*self.r2, *self.y)
-            wp.launch_tiled(kmr.minres_update, dim=[W], inputs=[n, R, *self.skip, self.alfa, self.sc, *self.r2, *self.y, *self.v, *self.w, *self.w2, *self.x], block_dim=bd, device=dev)
+            if self._iteration_ops is not None:
+                for op in self._iteration_ops:  # the recorded launches of one iteration (CPU, eager step)
+                    op()
+            elif dev.is_cuda:
+                self._minres_iteration()  # a CUDA step is replayed as a graph anyway
+            else:
+                # The launches of one iteration take the same arguments every time (persistent arrays, no
+                # iteration index), so they are recorded once (warp.launch(record_cmd=True)) and replayed: that
+                # skips most of Python's ~10 µs per launch, ~1,000–1,600 launches per step (docs/solver.md).
+                with recorded_launches() as ops:
+                    self._minres_iteration()
+                self._iteration_ops = ops
             if tol > 0.0 and not dev.is_cuda:
                 # on the CPU device arrays are host memory: stop once every world's residual estimate is below tol
                 sc = self.sc.numpy().reshape(W, kmr.SLOTS)
@@ -259,6 +299,22 @@ class PrimalStep:
                     done = k + 1
                     break
         wp.launch(kmr.minres_record, dim=W, inputs=[self.sc, done, s._rr[it], s._iters[it]], device=dev)
+
+    def _minres_iteration(self) -> None:
+        """One MINRES iteration: two vector launches besides the product and the preconditioner (after y = A v, its
+        row part negated, the Lanczos step; after y = P r2 the Givens update, the solution step and the next v)."""
+        s, m, dev = self.s, self.s.model, self.s.model.device
+        W, n, R, bd = m.worlds, m.particle_count, m.row_count, s.block_dim
+        self.matvec(*self.v, *self.y, negate_rows=False)
+        wp.launch_tiled(kmr.minres_lanczos, dim=[W], inputs=[n, R, *self.skip, -1.0, self.sc, *self.v, *self.y, *self.r1, *self.r2, self.alfa], block_dim=bd, device=dev)
+        self.precondition(*self.r2, *self.y)
+        wp.launch_tiled(kmr.minres_update, dim=[W], inputs=[n, R, *self.skip, self.alfa, self.sc, *self.r2, *self.y, *self.v, *self.w, *self.w2, *self.x], block_dim=bd, device=dev)
+
+    def _zero(self, a: wp.array) -> None:
+        """a.zero_(), recorded with the launches around it (recorded_launches)."""
+        a.zero_()
+        if _RECORDING:
+            _RECORDING[-1].append(a.zero_)
 
     def apply_update(self, it: int) -> None:
         """v += Δv, λ += Δλ and the bodies' velocities through M_b⁻¹J_bᵀΔλ (Δ in self.x; kept in s.dlam/self.dv);
