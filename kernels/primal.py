@@ -16,8 +16,7 @@ import warp as wp
 
 from .data import Jacobian, ModelData
 from .schur import particle_transpose_product
-from .tet import polar_rotation, tet_jacobian_times, write_tet_forces
-from .types import vec6
+from .tet import lame_stress, polar_rotation, tet_jacobian_times, write_tet_forces
 
 
 @wp.func
@@ -42,8 +41,7 @@ def tet_stiffness_product(
     tet_force: wp.array(dtype=wp.vec3),
 ):
     """Per tet and vertex, J_tᵀ s_t with s_t = −C_t⁻¹ J_t xv (scatter then sums −Σ J_tᵀ C_t⁻¹ J_t xv = −K·xv).
-    ``lame`` = h(h+β)·V·(λ, μ) per tet (tet_scaled_lame), so C_t⁻¹·c = lame₀·tr(c)·δ + 2·lame₁·c (Voigt, tensor
-    shear rows: 4·lame₁ on those) needs no division here."""
+    ``lame`` = h(h+β)·V·(λ, μ) per tet (tet_scaled_lame), so C_t⁻¹·c = lame_stress(c, lame) needs no division here."""
     tid = wp.tid()
     w = tid // m.tet_count
     t = tid - w * m.tet_count
@@ -53,10 +51,7 @@ def tet_stiffness_product(
     pbase = w * m.particle_count
     c = tet_jacobian_times(R, B, xv[pbase + idx[0]], xv[pbase + idx[1]], xv[pbase + idx[2]], xv[pbase + idx[3]])
     k = lame[t]
-    tr = k[0] * (c[0] + c[1] + c[2])
-    mu2 = 2.0 * k[1]
-    lam = -vec6(tr + mu2 * c[0], tr + mu2 * c[1], tr + mu2 * c[2], 2.0 * mu2 * c[3], 2.0 * mu2 * c[4], 2.0 * mu2 * c[5])
-    write_tet_forces(R, B, lam, 4 * tid, tet_force)
+    write_tet_forces(R, B, -lame_stress(c, k[0], k[1]), 4 * tid, tet_force)
 
 
 @wp.kernel

@@ -149,6 +149,13 @@ def tet_stiffness_times(c: vec6, nu: float, youngs: float) -> vec6:
     """Linear-elastic stress σ = D·c (Voigt, tensor shear rows) [Pa]; D = E⁻¹ without the volume factor."""
     lam = youngs * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
     mu = youngs / (2.0 * (1.0 + nu))
+    return lame_stress(c, lam, mu)
+
+
+@wp.func
+def lame_stress(c: vec6, lam: float, mu: float) -> vec6:
+    """λ·tr(c)·δ + 2μ·c in Voigt order with tensor shear rows (4μ on those), for Lamé parameters (λ, μ) — or any
+    common scaling of them, such as the primal product's h(h+β)V·(λ, μ)."""
     tr = c[0] + c[1] + c[2]
     return vec6(
         lam * tr + 2.0 * mu * c[0],

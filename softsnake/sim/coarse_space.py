@@ -64,13 +64,17 @@ def tet_strain_gradients(rest_inverse: np.ndarray) -> np.ndarray:
     return G
 
 
-def tet_stiffness_blocks(youngs, poisson, volume) -> np.ndarray:
-    """(T, 6, 6) inverse compliance V·D of each tet (tensor-shear Voigt rows, kernels/tet.py) [N m]."""
+def lame_parameters(youngs, poisson) -> tuple[np.ndarray, np.ndarray]:
+    """(λ, μ) [Pa] per tet from Young's modulus and Poisson's ratio (float64)."""
     Y = np.asarray(youngs, dtype=np.float64)
     nu = np.asarray(poisson, dtype=np.float64)
-    lam = Y * nu / ((1 + nu) * (1 - 2 * nu))
-    mu = Y / (2 * (1 + nu))
-    D = np.zeros((len(Y), 6, 6))
+    return Y * nu / ((1 + nu) * (1 - 2 * nu)), Y / (2 * (1 + nu))
+
+
+def tet_stiffness_blocks(youngs, poisson, volume) -> np.ndarray:
+    """(T, 6, 6) inverse compliance V·D of each tet (tensor-shear Voigt rows, kernels/tet.py) [N m]."""
+    lam, mu = lame_parameters(youngs, poisson)
+    D = np.zeros((len(lam), 6, 6))
     D[:, :3, :3] = lam[:, None, None]
     for k in range(3):
         D[:, k, k] += 2 * mu

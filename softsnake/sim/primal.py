@@ -20,19 +20,16 @@ from softsnake.kernels import primal as kp
 from softsnake.kernels import rigid as krigid
 from softsnake.kernels.data import ModelData
 
-from .coarse_space import build_coarse_space, connected_labels
+from .coarse_space import build_coarse_space, connected_labels, lame_parameters
 
 
 def tet_scaled_lame(data: ModelData, h: float) -> np.ndarray:
     """(T, 2): h(h+β)·V·(λ, μ) per tet [N·s²·m]: the Lamé parameters of the tet's linear-elastic stress (kernels/tet.py,
     tet_stiffness_times) times the implicit-Euler factor and the volume, so that the product's constitutive impulse is
     one multiply-add per row (kernels/primal.py, tet_stiffness_product)."""
-    youngs = data.tet_youngs.numpy().astype(np.float64)
-    nu = data.tet_poisson.numpy().astype(np.float64)
+    lam, mu = lame_parameters(data.tet_youngs.numpy(), data.tet_poisson.numpy())
     scale = h * (h + data.tet_damping.numpy().astype(np.float64)) * data.tet_volume.numpy().astype(np.float64)
-    lam = youngs * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
-    mu = youngs / (2.0 * (1.0 + nu))
-    return np.stack([scale * lam, scale * mu], axis=1) if len(youngs) else np.zeros((1, 2))
+    return np.stack([scale * lam, scale * mu], axis=1) if len(lam) else np.zeros((1, 2))
 
 
 _RECORDING: list[list] = []  # the op lists of active recorded_launches() blocks

@@ -49,9 +49,9 @@ class SimulationDiverged(FloatingPointError):
         )
 
 
-
 #: Warp replays captured graphs on the CPU from 1.13 on, with tiled kernels (the solver's reductions) from 1.14 on
 CPU_CAPTURE = tuple(int(p) for p in wp.config.version.split(".")[:2]) >= (1, 14)
+
 
 @dataclass
 class SolverConfig:
