@@ -162,6 +162,9 @@ def main() -> None:
         advance()
     wp.synchronize_device(device)
     clean_ms = 1e3 * (time.perf_counter() - t0) / (args.steps * substeps)
+    from softsnake.sim.primal import PrimalStep
+
+    PrimalStep.record_iterations = False  # replayed recorded launches would be invisible to the profiler
     advance, substeps, title = make_scene(args.scene, args.device, graph_capture=False)
     for _ in range(3):
         advance()

@@ -69,6 +69,20 @@ def shape_signed_distance(shape_type: int, pos: wp.vec3, rot: wp.quat, params: w
 
 
 @wp.func
+def shape_bounding_radius(shape_type: int, params: wp.vec3) -> float:
+    """Radius [m] of a sphere about the shape's position that encloses it (−1 for a plane, which has none)."""
+    if shape_type == SHAPE_BOX:
+        return wp.length(params)
+    if shape_type == SHAPE_SPHERE:
+        return params[0]
+    if shape_type == SHAPE_CAPSULE:
+        return params[0] + params[1]
+    if shape_type == SHAPE_CYLINDER:
+        return wp.sqrt(params[0] * params[0] + params[1] * params[1])
+    return -1.0
+
+
+@wp.func
 def tangent_basis(n: wp.vec3, rot: wp.quat) -> wp.mat33:
     """Rows (t1, t2, n): t1 is the shape's local x axis projected on the tangent plane (local y if degenerate), so that
     anisotropic friction coefficients (μ1, μ2) act along axes fixed in the shape frame."""

@@ -11,7 +11,7 @@ class ModelData:
     distance_count: int
     tet_count: int
     shape_count: int
-    contact_count: int  # particle_count · shape_count slots per world
+    contact_count: int  # particle–shape contact slots per world (the compact list's capacity, kernels/contact_list.py)
     row_count: int  # rows per world
     element_count: int  # particle-family elements per world (distance, tet, contact)
     attachment_count: int
@@ -22,6 +22,7 @@ class ModelData:
     particle_inv_mass: wp.array(dtype=float)
     particle_radius: wp.array(dtype=float)
     # rows acting on each particle (CSR): code = 4·element + local vertex, elements numbered [distance | tet | contact]
+    # (contact slots change every step: they are listed per particle in Jacobian.contact_first/contact_num instead)
     particle_incidence_start: wp.array(dtype=int)
     particle_incidence: wp.array(dtype=int)
 
@@ -51,7 +52,11 @@ class Jacobian:
 
     distance_dir: wp.array(dtype=wp.vec3)
     tet_rotation: wp.array(dtype=wp.mat33)
-    contact_frame: wp.array(dtype=wp.mat33)  # rows t1, t2, n; zero for far contacts
+    contact_frame: wp.array(dtype=wp.mat33)  # rows t1, t2, n; zero for an empty slot
+    contact_particle: wp.array(dtype=int)  # per slot (world-major): particle, −1 for an empty slot
+    contact_shape: wp.array(dtype=int)  # per slot: static shape
+    contact_first: wp.array(dtype=int)  # per (world, particle): its first slot within the world
+    contact_num: wp.array(dtype=int)  # per (world, particle): its number of slots
     row_compliance: wp.array(dtype=float)  # scalar-row compliance (all scalar rows)
     pb_frame: wp.array(dtype=wp.mat33)  # particle–body-shape contacts: rows t1, t2, n (zero: off)
     pb_arm: wp.array(dtype=wp.vec3)  # contact point − centre of the shape's body

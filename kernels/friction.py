@@ -149,14 +149,13 @@ def project_friction(
     tid = wp.tid()
     w = tid // m.contact_count
     cidx = tid - w * m.contact_count
-    p = cidx // m.shape_count
-    s = cidx - p * m.shape_count
     row0 = w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * cidx
     F = jac.contact_frame[tid]
     lam_n = lam[row0 + 2]
     if contact_slot_off(F):
         contact_lam_n_prev[tid] = 0.0
         return
+    s = jac.contact_shape[tid]
     projected = cone_projected(lam[row0], lam[row0 + 1], m.shape_mu[s], lam_n)
     n1 = projected[0]
     n2 = projected[1]

@@ -163,22 +163,16 @@ def assemble_rows(
             )
             res += phi_r * phi_r
     else:
-        # ---- contact slot: particle p against shape s, rows (t1, t2, n)
+        # ---- contact slot: the pair (particle p, shape s) the step's list put there (kernels/contact_list.py)
         cidx = e - m.distance_count - m.tet_count
-        p = cidx // m.shape_count
-        s = cidx - p * m.shape_count
         k = w * m.contact_count + cidx
         row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * cidx
-        inv_m = m.particle_inv_mass[p]
-        vp = v[pbase + p]
-        x = x_start[pbase + p] + vp * h
-        sd = shape_signed_distance(m.shape_type[s], m.shape_pos[s], m.shape_rot[s], m.shape_params[s], x)
-        gap = sd[0] - m.particle_radius[p]
+        p = jac.contact_particle[k]
         if linearise != 0:
-            # candidate for the whole step if near at the predicted position or at the linearisation point
-            sd0 = shape_signed_distance(m.shape_type[s], m.shape_pos[s], m.shape_rot[s], m.shape_params[s], x_start[pbase + p] + v_lin[pbase + p] * h)
-            near = wp.min(gap, sd0[0] - m.particle_radius[p]) <= contact.margin or lam[row0 + 2] > 0.0
-            if inv_m > 0.0 and near:
+            # the list holds only this step's candidates (with mass); an empty slot keeps a zero frame
+            if p >= 0:
+                s = jac.contact_shape[k]
+                sd0 = shape_signed_distance(m.shape_type[s], m.shape_pos[s], m.shape_rot[s], m.shape_params[s], x_start[pbase + p] + v_lin[pbase + p] * h)
                 jac.contact_frame[k] = tangent_basis(wp.vec3(sd0[1], sd0[2], sd0[3]), m.shape_rot[s])
             else:
                 jac.contact_frame[k] = wp.mat33()
@@ -186,15 +180,33 @@ def assemble_rows(
             return
         frame = jac.contact_frame[k]
         if contact_slot_off(frame):
-            # not a candidate this step (far, or a kinematic particle): rows switched off
+            # an empty slot: rows switched off
             switch_off_contact_rows(row0, jac.row_compliance, rhs, diag)
         else:
+            s = jac.contact_shape[k]
+            inv_m = m.particle_inv_mass[p]
+            vp = v[pbase + p]
+            x = x_start[pbase + p] + vp * h
+            sd = shape_signed_distance(m.shape_type[s], m.shape_pos[s], m.shape_rot[s], m.shape_params[s], x)
+            gap = sd[0] - m.particle_radius[p]
             res = assemble_contact_rows(
                 row0, frame, vp, gap / h, inv_m, inv_m, inv_m, m.shape_mu[s], contact_lam_n_prev[k], newton_iteration,
                 contact, lam, jac.row_compliance, rhs, diag,
             )
     if res > 0.0:
         wp.atomic_add(residual_sq, w, res)
+
+
+@wp.func
+def add_contact_transpose_product(acc: wp.vec3, m: ModelData, jac: Jacobian, x: wp.array(dtype=float), w: int, p: int) -> wp.vec3:
+    """acc + Σ Fᵀ x over the contact slots of particle p in world w (one run of the step's list, in slot order, added
+    one by one so the sum rounds as it would with the slots among the particle's other rows)."""
+    first = jac.contact_first[w * m.particle_count + p]
+    row_c = w * m.row_count + m.distance_count + 6 * m.tet_count
+    for k in range(first, first + jac.contact_num[w * m.particle_count + p]):
+        row0 = row_c + 3 * k
+        acc += wp.transpose(jac.contact_frame[w * m.contact_count + k]) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
+    return acc
 
 
 @wp.func
@@ -213,10 +225,14 @@ def particle_transpose_product(
     recomputing the strain gradients."""
     rbase = w * m.row_count
     acc = wp.vec3()
+    contacts_pending = int(1)  # the particle's contact slots come after its tets and before its attachments
     for c in range(m.particle_incidence_start[p], m.particle_incidence_start[p + 1]):
         code = m.particle_incidence[c]
         e = code // 4
         local = code - 4 * e
+        if e >= m.element_count and contacts_pending != 0:
+            acc = add_contact_transpose_product(acc, m, jac, x, w, p)
+            contacts_pending = 0
         if e < m.distance_count:
             n = jac.distance_dir[w * m.distance_count + e] * x[rbase + e]
             if local == 0:
@@ -233,11 +249,6 @@ def particle_transpose_product(
                 xt = load6(x, rbase + m.distance_count + 6 * t)
                 for r in range(6):
                     acc += tet_row_gradient(R, B, r, local) * xt[r]
-        elif e < m.element_count:
-            cidx = e - m.distance_count - m.tet_count
-            row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * cidx
-            F = jac.contact_frame[w * m.contact_count + cidx]
-            acc += wp.transpose(F) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
         elif e < m.element_count + m.attachment_count:
             # particle–body attachment k (elements after the particle families): c = p + R r − x
             row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * m.contact_count + 3 * (e - m.element_count)
@@ -248,6 +259,8 @@ def particle_transpose_product(
             row0 = rbase + m.particle_body_row_start + 3 * k
             F = jac.pb_frame[w * m.particle_body_count + k]
             acc += wp.transpose(F) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
+    if contacts_pending != 0:
+        acc = add_contact_transpose_product(acc, m, jac, x, w, p)
     return acc
 
 
@@ -314,10 +327,11 @@ def gather_rows(
             y[row0 + r] = jd[r] + cx[r]
     else:
         cidx = e - m.distance_count - m.tet_count
-        p = cidx // m.shape_count
+        p = jac.contact_particle[w * m.contact_count + cidx]
         row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * cidx
-        F = jac.contact_frame[w * m.contact_count + cidx]
-        dv = F * (impulse[pbase + p] * m.particle_inv_mass[p])
+        dv = wp.vec3()
+        if p >= 0:
+            dv = jac.contact_frame[w * m.contact_count + cidx] * (impulse[pbase + p] * m.particle_inv_mass[p])
         for r in range(3):
             val = dv[r] + jac.row_compliance[row0 + r] * x[row0 + r]
             y[row0 + r] = val

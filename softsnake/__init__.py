@@ -3,6 +3,7 @@
 from .geometry import TetMesh, box_tet_mesh, read_tet_mesh, tetrahedralize, write_tet_mesh
 from .robots import ChamberPressures, OpenLoopGait, PneumaticsConfig, SnakeConfig, SnakeSim, VineConfig, VineSim, build_vine
 from .sim import (
+    ContactCapacityExceeded,
     Control,
     HingeTorques,
     Model,
@@ -27,6 +28,7 @@ __all__ = [
     "VineSim",
     "build_vine",
     "HingeTorques",
+    "ContactCapacityExceeded",
     "Control",
     "Model",
     "ModelBuilder",

@@ -69,6 +69,11 @@ class SnakeConfig:
     wheel_mass: float = 0.03
     #: friction coefficient of every contact (paper Sec. VI: μ = 1)
     mu: float = 1.0
+    #: particle–ground contact slots per snake as a fraction of its particles (the compact contact list, docs/solver.md):
+    #: the links ride ~10 mm above the ground on the wheels, and in the gait at most 52 of the 1300 particles come within
+    #: the contact margin, so a quarter leaves a wide reserve and removes three quarters of the idle contact rows; a step
+    #: that needs more raises ContactCapacityExceeded (1: a slot for every particle)
+    contact_slot_fraction: float = 0.25
     #: control step [s]: one frame of ``substeps`` solver steps; the paper's h = 0.0083 s = 1/120 s, 2 per 1/60 s frame
     frame_dt: float = 1.0 / 60.0
     substeps: int = 2
@@ -84,6 +89,9 @@ class SnakeConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"SnakeConfig.{name} must be a finite number ≥ 0, got {v!r}")
+        f = self.contact_slot_fraction
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 < f <= 1.0:
+            raise ValueError(f"SnakeConfig.contact_slot_fraction must be a number in (0, 1], got {f!r}")
         for name, low in (("links", 1), ("sections", 2), ("substeps", 1), ("inner_ring", 4)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < low:

@@ -7,7 +7,9 @@ scales ε(p) = 1 + p/Y of the actuation constraints (Eq. 4), and the solver adva
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +48,8 @@ class SnakeSim:
             raise ValueError(f"config must be a SnakeConfig, got {type(self.config).__name__}")
         self.worlds = int(worlds)
         builder, self.layout = build_snake(self.config)
-        self.model = builder.finalize(device=device, worlds=self.worlds)  # unknown device → ValueError
+        slots = math.ceil(self.config.contact_slot_fraction * builder.particle_count) * min(builder.shape_count, 1)
+        self.model = builder.finalize(device=device, worlds=self.worlds, contact_capacity=slots)  # unknown device → ValueError
         self.device = self.model.device
         self.state = self.model.state()
         self.control = self.model.control()
@@ -169,6 +172,9 @@ class SnakeSim:
 
         config = SnakeConfig.from_dict(tomllib.loads(str(data["config_toml"])), source=str(path))
         meta = json.loads(str(data["meta"]))
+        if "solver_contact_particle" not in data:
+            # saved before the compact contact list: one contact slot per particle, which the solver state needs
+            config = dataclasses.replace(config, contact_slot_fraction=1.0)
         sim = cls(worlds=meta["worlds"], device=device or "cpu", config=config)
         sim._pressures.set_state(data["chamber_pressures"])
         sim._targets = np.asarray(data["targets"], dtype=np.float64)

@@ -233,12 +233,20 @@ class ModelBuilder(RigidBuilderMixin):
         return self.shape_count - 1
 
     # ---------------------------------------------------------------- finalize
-    def finalize(self, device: str = "cpu", worlds: int = 1):
-        """Copy to device arrays and replicate ``worlds`` times. Returns a :class:`~softsnake.sim.model.Model`."""
+    def finalize(self, device: str = "cpu", worlds: int = 1, *, contact_capacity: int | None = None):
+        """Copy to device arrays and replicate ``worlds`` times. Returns a :class:`~softsnake.sim.model.Model`.
+
+        contact_capacity: particle–static-shape contact slots per world (the compact contact list, docs/solver.md);
+        default every pair with one static shape, two per particle with more. A step that finds more contact candidates
+        than slots raises :class:`~softsnake.sim.solver.ContactCapacityExceeded` with the number it needed."""
         from .model import Model
 
         if isinstance(worlds, bool) or int(worlds) != worlds or int(worlds) < 1:
             raise ValueError(f"worlds must be an integer ≥ 1, got {worlds!r}")
+        if contact_capacity is not None and (
+            isinstance(contact_capacity, bool) or int(contact_capacity) != contact_capacity or contact_capacity < 0
+        ):
+            raise ValueError(f"contact_capacity must be an integer ≥ 0, got {contact_capacity!r}")
         if self.particle_count == 0 and self.body_count == 0:
             raise ValueError("the model has no particles and no bodies")
-        return Model.from_builder(self, device=device, worlds=int(worlds))
+        return Model.from_builder(self, device=device, worlds=int(worlds), contact_capacity=contact_capacity)

@@ -60,6 +60,12 @@ class Control:
         self.body_f = body_f
 
 
+def default_contact_capacity(particles: int, shapes: int) -> int:
+    """Default particle–shape contact slots per world: every pair when there is at most one static shape, else room for
+    every particle to touch two shapes at once (the ground and an obstacle)."""
+    return particles * min(shapes, 2)
+
+
 class Model:
     """Device-side model of ``worlds`` identical worlds (built by :meth:`ModelBuilder.finalize`)."""
 
@@ -67,7 +73,7 @@ class Model:
         raise TypeError("use ModelBuilder.finalize() to create a Model")
 
     @classmethod
-    def from_builder(cls, b, *, device, worlds: int) -> "Model":
+    def from_builder(cls, b, *, device, worlds: int, contact_capacity: int | None = None) -> "Model":
         self = object.__new__(cls)
         dev = resolve_device(device)
         self.device = dev
@@ -78,7 +84,7 @@ class Model:
         self.distance_count = b.distance_count
         self.tet_count = b.tet_count
         self.shape_count = b.shape_count
-        self.contact_count = n * b.shape_count
+        self.contact_count = default_contact_capacity(n, b.shape_count) if contact_capacity is None else int(contact_capacity)
         self.element_count = self.distance_count + self.tet_count + self.contact_count
         self.body_count = b.body_count
         self.attachment_count = len(b.attachments)
@@ -279,9 +285,7 @@ class Model:
         for local in range(4):
             particles.append(tets[:, local])
             codes.append(4 * e + local)
-        cp = np.repeat(np.arange(n), self.shape_count)  # contact slot p·shapes + s belongs to particle p
-        particles.append(cp)
-        codes.append(4 * (self.distance_count + self.tet_count + np.arange(len(cp))))
+        # contact slots are not listed: the step's compact list gives each particle its run of slots
         particles.append(np.asarray([a[0] for a in b.attachments], dtype=np.int64))  # attachments follow the particle families
         codes.append(4 * (self.element_count + np.arange(len(b.attachments))))
         pb = np.arange(self.particle_body_count)  # particle p against its k-th body-shape target: slot p·targets + k

@@ -66,6 +66,10 @@ def recorded_launches():
 class PrimalStep:
     """Buffers and launches of the primal-FEM step of a :class:`~softsnake.sim.solver.Solver`."""
 
+    #: record one MINRES iteration's launches on the CPU and replay them (benchmarks/profile_step.py turns it off to
+    #: see the launches)
+    record_iterations = True
+
     def __init__(self, solver):
         self.s = solver
         m, dev, W = solver.model, solver.model.device, solver.model.worlds
@@ -280,7 +284,7 @@ class PrimalStep:
             if self._iteration_ops is not None:
                 for op in self._iteration_ops:  # the recorded launches of one iteration (CPU, eager step)
                     op()
-            elif dev.is_cuda:
+            elif dev.is_cuda or not self.record_iterations:
                 self._minres_iteration()  # a CUDA step is replayed as a graph anyway
             else:
                 # The launches of one iteration take the same arguments every time (persistent arrays, no

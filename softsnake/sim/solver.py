@@ -35,6 +35,7 @@ from softsnake.kernels import rigid_contact as kbc
 from softsnake.kernels import schur as kschur
 from softsnake.kernels.data import BodyJacobian, ContactSettings, Jacobian
 
+from .contact_list import ContactCapacityExceeded, ContactList
 from .model import Control, Model, State
 
 
@@ -236,6 +237,7 @@ class Solver:
         self.impulse = wp.zeros(np_, dtype=wp.vec3, device=dev)
         self.carried_impulse = wp.zeros(np_, dtype=wp.vec3, device=dev)  # primal: last projection's JᵀΔλ, next step
         self.contact_lam_n_prev = wp.zeros(W * m.contact_count, dtype=float, device=dev)
+        self.contact_list = ContactList(self)
         # per-world scalars: one block per Newton iteration (zeroed once per step)
         self.num = wp.zeros(N * (L + 1) * W, dtype=float, device=dev)
         self.den = wp.zeros(N * L * W, dtype=float, device=dev)
@@ -312,22 +314,30 @@ class Solver:
         return cfg.cpu_graph_capture and CPU_CAPTURE and cfg.linear_tolerance <= 0.0 and cfg.newton_tolerance <= 0.0
 
     def _check_finite(self, state: State) -> None:
+        full = self.contact_list.overflowing_worlds()
+        if full:
+            self._restore_step_start(state, all_worlds=1)
+            raise ContactCapacityExceeded(full, self.model.contact_count)
         if not self.config.check_finite:
             return
         bad = np.nonzero(self.nonfinite.numpy())[0]
         if bad.size == 0:
             return
+        self._restore_step_start(state, all_worlds=1 if self.config.on_nonfinite == "raise" else 0)
+        if self.config.on_nonfinite == "raise":
+            raise SimulationDiverged(bad.tolist())
+        self.diverged_worlds.update(int(b) for b in bad)
+
+    def _restore_step_start(self, state: State, all_worlds: int) -> None:
+        """Positions and velocities back to the start of the step, in every world (all_worlds = 1) or in the worlds
+        flagged non-finite; those worlds restart their multipliers cold."""
         m = self.model
-        all_worlds = 1 if self.config.on_nonfinite == "raise" else 0
         wp.launch(kint.restore_particles, dim=m.worlds * m.particle_count, inputs=[m.particle_count, all_worlds, self.nonfinite, self.x_start, self.v_start], outputs=[state.particle_q, state.particle_qd], device=m.device)
         wp.launch(krigid.restore_bodies, dim=m.worlds * m.body_count, inputs=[m.body_count, all_worlds, self.nonfinite, self.body_x_start, self.body_v_start], outputs=[state.body_q, state.body_qd], device=m.device)
         if m.row_count > 0:
             # a rejected world restarts cold; in "flag" mode the other worlds keep their carried multipliers
             wp.launch(kint.reset_multipliers, dim=m.worlds * m.row_count, inputs=[m.row_count, all_worlds, self.nonfinite, self.lam], device=m.device)
         self.nonfinite.zero_()
-        if self.config.on_nonfinite == "raise":
-            raise SimulationDiverged(bad.tolist())
-        self.diverged_worlds.update(int(b) for b in bad)
 
     def _matvec(self, x: wp.array, y: wp.array, dot_out: wp.array) -> None:
         """y = (J M⁻¹ Jᵀ + C) x and dot_out[w] += x·y per world."""
@@ -449,6 +459,7 @@ class Solver:
         # warm start (notes §10): the carried impulses (contacts with their friction state) are applied through this
         # step's Jacobians, which stay fixed for the step, so v = ṽ + M⁻¹Jᵀλ holds from the first iteration on and a
         # body at rest in equilibrium starts the step at zero residual
+        self.contact_list.relist()
         self._assemble(0, scale, self._scratch_res, linearise=1)
         if self._primal is not None:
             self._primal.launch_step(scale)
@@ -557,6 +568,7 @@ class Solver:
             tet_rotation=self.jac.tet_rotation,
             carried_impulse=self.carried_impulse,
             carried_body_impulse=self.carried_body_impulse,
+            **self.contact_list.carried_arrays(),
         )
 
     def carried_state(self) -> dict:
@@ -567,9 +579,15 @@ class Solver:
         """Restore what :meth:`carried_state` returned (same model size), e.g. when resuming from a checkpoint. A state
         saved before ``carried_impulse`` / ``carried_body_impulse`` existed (its solver applied those impulses within the
         step) restores them as zero."""
+        list_keys = self.contact_list.carried_arrays().keys()
+        dense = not any(k in arrays for k in list_keys)
+        if dense:
+            self.contact_list.restore_dense()  # saved before the compact contact list (one slot per particle and shape)
         for k, a in self._carried_arrays().items():
             if k in ("carried_impulse", "carried_body_impulse") and k not in arrays:
                 a.zero_()
+                continue
+            if k in list_keys and dense:
                 continue
             v = np.asarray(arrays[k])
             want = a.numpy().shape
@@ -597,9 +615,7 @@ class Solver:
     def contact_impulses(self) -> tuple[np.ndarray, np.ndarray]:
         """Normal impulses (worlds, particles, shapes) [N·s] and friction impulses (worlds, particles, shapes, 2) [N·s]
         (along the shape's tangent axes t1, t2) of the last step."""
-        m = self.model
-        lam = self.lam.numpy().reshape(m.worlds, m.row_count)[:, m.contact_row_start : m.contact_row_end]
-        lam = lam.reshape(m.worlds, m.particle_count, m.shape_count, 3)
+        lam = self.contact_list.dense_impulses()
         return lam[..., 2].copy(), lam[..., :2].copy()
 
     def tet_stress(self) -> np.ndarray:

@@ -1,0 +1,119 @@
+"""Host side of the compact particle–shape contact list (kernels/contact_list.py): buffers, the per-step re-listing
+and the capacity check.
+
+Every world has ``Model.contact_count`` contact slots (the capacity, ``ModelBuilder.finalize(contact_capacity=)``).
+Each step lists the pairs (particle, static shape) that can touch during it, so the contact rows, and every MINRES
+sweep over them, grow with the contacts rather than with particles × shapes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+from softsnake.kernels import contact_list as kcl
+
+
+class ContactCapacityExceeded(RuntimeError):
+    """A step found more particle–shape contact candidates than a world has slots; the state was restored to the start
+    of that step."""
+
+    def __init__(self, needed: dict[int, int], capacity: int):
+        self.needed = dict(needed)
+        self.capacity = capacity
+        worst = max(self.needed.values())
+        super().__init__(
+            f"contact list full: world(s) {sorted(self.needed)} needed up to {worst} particle–shape contact slots, the model "
+            f"has {capacity} per world; the state was restored to the start of the step. Build the model with "
+            f"ModelBuilder.finalize(contact_capacity={worst}) or more."
+        )
+
+
+class ContactList:
+    """The solver's contact list: per-slot pair (in ``solver.jac``), per-particle runs, the previous list for carrying
+    multipliers, and the per-world overflow count."""
+
+    def __init__(self, solver):
+        self.s = solver
+        m, dev, W = solver.model, solver.model.device, solver.model.worlds
+        K, n = m.contact_count, m.particle_count
+        jac = solver.jac
+        jac.contact_particle = wp.full(W * K, -1, dtype=int, device=dev)
+        jac.contact_shape = wp.full(W * K, -1, dtype=int, device=dev)
+        jac.contact_first = wp.zeros(W * n, dtype=int, device=dev)
+        jac.contact_num = wp.zeros(W * n, dtype=int, device=dev)
+        self.old_shape = wp.zeros(W * K, dtype=int, device=dev)
+        self.old_first = wp.zeros(W * n, dtype=int, device=dev)
+        self.old_num = wp.zeros(W * n, dtype=int, device=dev)
+        self.old_lam_n = wp.zeros(W * K, dtype=float, device=dev)
+        self.lam_prev = wp.zeros(W * m.row_count, dtype=float, device=dev)
+        self.count = wp.zeros(W * n, dtype=int, device=dev)
+        self.offset = wp.zeros(W * n, dtype=int, device=dev)
+        self.overflow = wp.zeros(W, dtype=int, device=dev)
+        # with a slot for every pair the list cannot overflow, and the check's read-back is skipped
+        self.bounded = K < n * m.shape_count
+
+    def relist(self) -> None:
+        """This step's candidates into the slots, carrying the multipliers of pairs that stay (after the prediction and
+        start_multipliers, before the linearisation pass)."""
+        s = self.s
+        m, dev, W = s.model, s.model.device, s.model.worlds
+        if m.contact_count == 0 or m.particle_count == 0:
+            return
+        jac = s.jac
+        data, cs = s._assembly_data, s.contact_settings
+        for dst, src in ((self.old_shape, jac.contact_shape), (self.old_first, jac.contact_first), (self.old_num, jac.contact_num), (self.old_lam_n, s.contact_lam_n_prev), (self.lam_prev, s.lam)):
+            wp.copy(dst, src)
+        old = [self.old_first, self.old_num, self.old_shape]
+        state_in = [s.x_start, s.v_start, s.v, self.lam_prev]
+        wp.launch(kcl.count_contact_candidates, dim=W * m.particle_count, inputs=[data, cs, s.dt, *state_in, *old], outputs=[self.count], device=dev)
+        wp.launch(kcl.contact_list_offsets, dim=W, inputs=[m.particle_count, m.contact_count, self.count], outputs=[self.offset, self.overflow], device=dev)
+        wp.launch(kcl.clear_contact_slots, dim=W * m.contact_count, inputs=[data, jac], outputs=[s.lam, s.contact_lam_n_prev], device=dev)
+        wp.launch(
+            kcl.write_contact_list,
+            dim=W * m.particle_count,
+            inputs=[data, cs, s.dt, *state_in, self.old_lam_n, *old, self.offset],
+            outputs=[jac, s.lam, s.contact_lam_n_prev],
+            device=dev,
+        )
+
+    def overflowing_worlds(self) -> dict[int, int]:
+        """{world: candidates found} for the worlds whose last list overflowed (a host read; none when unbounded)."""
+        if not self.bounded:
+            return {}
+        over = self.overflow.numpy()
+        K = self.s.model.contact_count
+        return {int(w): int(over[w]) + K for w in np.nonzero(over)[0]}
+
+    def carried_arrays(self) -> dict:
+        jac = self.s.jac
+        return dict(contact_particle=jac.contact_particle, contact_shape=jac.contact_shape, contact_first=jac.contact_first, contact_num=jac.contact_num)
+
+    def restore_dense(self) -> None:
+        """The list as the dense layout of earlier versions (slot p·shapes + s for pair (p, s)), for a checkpoint saved
+        before the compact list; only where the capacity holds every pair."""
+        m, W = self.s.model, self.s.model.worlds
+        n, S = m.particle_count, m.shape_count
+        if m.contact_count != n * S:
+            raise ValueError(
+                f"this solver state was saved with one contact slot per particle and shape ({n * S}); the model has "
+                f"{m.contact_count}: build it with ModelBuilder.finalize(contact_capacity={n * S}) to resume from it"
+            )
+        jac = self.s.jac
+        slots = np.arange(n * S)
+        jac.contact_particle.assign(np.tile(slots // max(S, 1), W).astype(np.int32))
+        jac.contact_shape.assign(np.tile(slots % max(S, 1), W).astype(np.int32))
+        jac.contact_first.assign(np.tile(np.arange(n) * S, W).astype(np.int32))
+        jac.contact_num.assign(np.full(W * n, S, dtype=np.int32))
+
+    def dense_impulses(self) -> np.ndarray:
+        """The contact rows' multipliers as (worlds, particles, shapes, 3) [N s] (rows t1, t2, n; zero where no slot)."""
+        m, s = self.s.model, self.s
+        W, K = m.worlds, m.contact_count
+        out = np.zeros((W, m.particle_count, m.shape_count, 3), dtype=np.float32)
+        lam = s.lam.numpy().reshape(W, m.row_count)[:, m.contact_row_start : m.contact_row_end].reshape(W, K, 3)
+        p = s.jac.contact_particle.numpy().reshape(W, K)
+        sh = s.jac.contact_shape.numpy().reshape(W, K)
+        w, k = np.nonzero(p >= 0)
+        out[w, p[w, k], sh[w, k]] = lam[w, k]
+        return out

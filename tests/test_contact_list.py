@@ -1,0 +1,147 @@
+"""The compact particle–shape contact list (issue 11, contacts that scale): contact rows grow with the contacts, not
+with particles × shapes; the list's capacity never changes the answer; a full list is reported, not silently cut."""
+
+import numpy as np
+import pytest
+
+import softsnake as ss
+import softsnake.validation as V
+from helpers import TEST_DEVICE
+
+H = 1.0 / 120.0
+
+
+def cube_among_posts(posts: int, *, vel=(0.0, 0.0, 0.0), z: float = 0.0, wall: bool = False):
+    """A 4 cm soft cube on the ground among ``posts`` static 2 cm boxes on a grid (none within 10 cm of it), with an
+    optional wall (a box with its face at x = 5 cm), a sphere and a cylinder beside it."""
+    b = ss.ModelBuilder()
+    V.soft_cube(b, 0.04, 3, youngs=1e5, z=z, vel=vel, damping=0.002)
+    b.add_ground_plane(mu=0.4)
+    if wall:
+        b.add_shape_box(-1, (0.01, 0.05, 0.03), pos=(0.06, 0.0, 0.03), mu=0.3)
+        b.add_shape_sphere(-1, 0.015, pos=(0.0, 0.06, 0.01), mu=0.2)
+        b.add_shape_cylinder(-1, 0.01, 0.03, pos=(-0.06, 0.0, 0.03))
+    for k in range(posts):
+        ang = 2 * np.pi * k / max(posts, 1)
+        b.add_shape_box(-1, (0.01, 0.01, 0.02), pos=(0.15 * np.cos(ang), 0.15 * np.sin(ang), 0.02))
+    return b
+
+
+def run(builder, steps, **finalize):
+    model = builder.finalize(device=TEST_DEVICE, **finalize)
+    state = model.state()
+    solver = ss.Solver(model)  # the real-time default: h = 1/120 s, 4 Newton × 20 MINRES
+    for _ in range(steps):
+        solver.step(state)
+    return model, state, solver
+
+
+def test_rows_grow_with_contacts_not_shapes_and_the_ground_carries_the_weight():
+    few, many = cube_among_posts(2).finalize(device=TEST_DEVICE), cube_among_posts(60).finalize(device=TEST_DEVICE)
+    assert many.shape_count == few.shape_count + 58
+    assert many.row_count == few.row_count  # two slots per particle, whatever the number of shapes
+    model, state, solver = run(cube_among_posts(60), 120)
+    ln, _ = solver.contact_impulses()
+    assert ln.shape == (1, model.particle_count, model.shape_count)
+    # at rest, the ground's normal impulses carry the weight over the step; the posts carry nothing
+    assert ln[0, :, 0].sum() == pytest.approx(model.particle_mass.sum() * 9.81 * H, rel=0.02)
+    assert np.all(ln[0, :, 1:] == 0.0)
+    assert np.abs(state.particle_qd.numpy()).max() < 1e-3
+
+
+def test_capacity_does_not_change_the_answer_and_the_wall_stops_the_cube():
+    scene = lambda: cube_among_posts(8, vel=(0.6, 0.1, 0.0), z=0.001, wall=True)  # noqa: E731
+    n = scene().particle_count
+    runs = [run(scene(), 40, contact_capacity=c) for c in (None, n * scene().shape_count)]
+    (m0, s0, v0), (m1, s1, v1) = runs
+    assert m0.row_count < m1.row_count
+    assert np.allclose(s0.particle_q.numpy(), s1.particle_q.numpy(), rtol=0.0, atol=1e-6)
+    assert np.allclose(v0.contact_impulses()[0], v1.contact_impulses()[0], rtol=0.0, atol=1e-7)
+    q = s0.particle_q.numpy()
+    assert q[:, 0].max() < 0.05 + 0.003  # the wall's face: the cube hit it and stopped (penetration < 3 mm)
+    ln, _ = v0.contact_impulses()
+    assert (ln[0, :, 1] > 0).sum() >= 4  # it rests against the wall on several nodes
+
+
+def test_a_full_contact_list_raises_and_restores_the_step():
+    model = cube_among_posts(3).finalize(device=TEST_DEVICE, contact_capacity=5)
+    state = model.state()
+    q0 = state.particle_q.numpy().copy()
+    solver = ss.Solver(model)
+    with pytest.raises(ss.ContactCapacityExceeded, match=r"contact_capacity=\d+") as err:
+        solver.step(state)
+    assert err.value.capacity == 5
+    assert err.value.needed[0] >= 16  # the cube's bottom face
+    assert np.array_equal(state.particle_q.numpy(), q0)
+
+
+@pytest.mark.parametrize("capacity", [-1, 1.5, True, "8"])
+def test_bad_capacity_is_a_clear_error(capacity):
+    with pytest.raises((ValueError, TypeError), match="contact_capacity"):
+        cube_among_posts(2).finalize(device=TEST_DEVICE, contact_capacity=capacity)
+
+
+def dense_solver_state(saved: dict, model, worlds: int = 1) -> dict:
+    """A solver state in the layout of versions before the compact list: no list arrays, one contact slot p·S + s per
+    pair (p, s), so the rows after the contacts move (what a checkpoint written by such a version holds)."""
+    n, S, K = model.particle_count, model.shape_count, model.contact_count
+    lam = saved["lam"].reshape(worlds, model.row_count)
+    pairs = saved["contact_particle"].reshape(worlds, K), saved["contact_shape"].reshape(worlds, K)
+    prev = saved["contact_lam_n_prev"].reshape(worlds, K)
+    lam_out, prev_out = [], np.zeros((worlds, n * S), dtype=prev.dtype)
+    for w in range(worlds):
+        rows = lam[w, model.contact_row_start : model.contact_row_end].reshape(K, 3)
+        dense = np.zeros((n * S, 3), dtype=lam.dtype)
+        for k, (p, s) in enumerate(zip(pairs[0][w], pairs[1][w])):
+            if p >= 0:
+                dense[p * S + s] = rows[k]
+                prev_out[w, p * S + s] = prev[w, k]
+        lam_out.append(np.concatenate([lam[w, : model.contact_row_start], dense.ravel(), lam[w, model.contact_row_end :]]))
+    out = {k: v for k, v in saved.items() if not k.startswith("contact_")}
+    out.update(lam=np.concatenate(lam_out), contact_lam_n_prev=prev_out.ravel())
+    return out
+
+
+def test_carried_list_resumes_bit_for_bit_and_a_dense_saved_state_still_loads():
+    scene = lambda: cube_among_posts(2, vel=(0.6, 0.1, 0.0), z=0.001, wall=True)  # noqa: E731
+    n, S = scene().particle_count, scene().shape_count
+    model, state, solver = run(scene(), 6)
+    saved, start = solver.carried_state(), state.copy()
+    for _ in range(4):
+        solver.step(state)
+    dense = dense_solver_state(saved, model)
+    full = scene().finalize(device=TEST_DEVICE, contact_capacity=n * S)
+    for arrays, m in ((saved, model), (dense, full)):
+        again = ss.Solver(m)
+        resumed = start.copy()
+        again.restore_carried_state(arrays)
+        for _ in range(4):
+            again.step(resumed)
+        assert np.allclose(resumed.particle_q.numpy(), state.particle_q.numpy(), rtol=0.0, atol=1e-6)
+    with pytest.raises(ValueError, match="contact_capacity"):
+        ss.Solver(model).restore_carried_state(dense)
+
+
+def test_snake_checkpoint_of_the_dense_layout_resumes(tmp_path):
+    from test_snake import coarse
+
+    sim = ss.SnakeSim(worlds=2, config=coarse())
+    assert sim.model.contact_count < sim.model.particle_count  # a quarter of the particles (SnakeConfig)
+    targets = np.array([[4.0], [-3.0]]) * (-1.0) ** np.arange(sim.links)  # alternating sides, two levels
+    for _ in range(3):
+        sim.set_pressure_targets(targets)
+        sim.step()
+    path = sim.save(tmp_path / "snake.npz")
+    with np.load(path) as f:
+        data = {k: f[k] for k in f.files}
+    solver = {k[len("solver_") :]: v for k, v in data.items() if k.startswith("solver_")}
+    old = {k: v for k, v in data.items() if not k.startswith("solver_")}
+    old.update({"solver_" + k: v for k, v in dense_solver_state(solver, sim.model, worlds=2).items()})
+    np.savez(tmp_path / "dense.npz", **old)
+    resumed = ss.SnakeSim.load(tmp_path / "dense.npz")
+    assert resumed.model.contact_count == resumed.model.particle_count
+    for s in (sim, resumed):
+        for _ in range(3):
+            s.set_pressure_targets(targets)
+            s.step()
+    assert np.allclose(resumed.state.particle_q.numpy(), sim.state.particle_q.numpy(), rtol=0.0, atol=1e-6)
