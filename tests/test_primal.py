@@ -83,8 +83,8 @@ def test_minres_solution_matches_a_direct_solve():
     assert np.linalg.norm(x[dv] - direct[dv]) < 1e-2 * np.linalg.norm(direct[dv])  # measured 4.5e-4
 
 
-def test_coarse_space_is_a_partition_of_unity_and_never_finer_than_the_mesh():
-    mesh = ss.box_tet_mesh((0.1, 0.01, 0.01), (30, 3, 3))
+def beam_coarse_space(cells, along: int = 30, **kw):
+    mesh = ss.box_tet_mesh((0.1, 0.01, 0.01), (along, 3, 3))
     n = len(mesh.vertices)
     ntet = len(mesh.tets)
     x = mesh.vertices[mesh.tets]
@@ -94,8 +94,24 @@ def test_coarse_space_is_a_partition_of_unity_and_never_finer_than_the_mesh():
     cs = build_coarse_space(
         rest=mesh.vertices, mass=np.full(n, 1e-5), inv_mass=np.where(free, 1e5, 0.0), tets=mesh.tets,
         rest_inverse=np.linalg.inv(Dm), volume=np.abs(np.linalg.det(Dm)) / 6, youngs=np.full(ntet, 5e6),
-        poisson=np.full(ntet, 0.3), damping=np.zeros(ntet), h=1.0 / 120.0, cells_long_axis=4,
+        poisson=np.full(ntet, 0.3), damping=np.zeros(ntet), h=1.0 / 120.0, cells_long_axis=cells, **kw,
     )
+    return cs, free
+
+
+def test_coarse_grid_along_a_slender_body_is_capped_by_its_elements():
+    # 12 elements of 8.3 mm along a 100 mm beam, mean tet edge 6.6 mm: by default a coarse cell spans at least two mean
+    # edges (⌊100/13.2⌋ = 7 cells, 8 node layers); with coarse_cell_edges = 1 the 12 requested cells fit (13 layers, the
+    # clamped end's layer unused); across the 3-element section always one cell (2 × 2 nodes per layer)
+    assert beam_coarse_space(12, along=12)[0].node_count == 8 * 2 * 2
+    assert beam_coarse_space(12, along=12, long_axis_cell_edges=1.0)[0].node_count == 12 * 2 * 2
+    assert beam_coarse_space(4, along=12, long_axis_cell_edges=1.0)[0].node_count == 5 * 2 * 2  # as requested
+    with pytest.raises(ValueError, match="coarse_cell_edges"):
+        ss.SolverConfig(coarse_cell_edges=0.5)
+
+
+def test_coarse_space_is_a_partition_of_unity_and_never_finer_than_the_mesh():
+    cs, free = beam_coarse_space(4)
     assert cs.body_count == 1
     assert cs.node_count == 5 * 2 * 2  # 4 cells along the beam, 1 across (its 3 elements allow at most 1)
     w = cs.node_weight.sum(axis=1)

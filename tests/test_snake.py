@@ -139,8 +139,10 @@ def gait_runs():
 def test_default_gait_moves_forward(gait_runs):
     traj, _ = gait_runs
     d = traj.displacement()[0]
-    speed = traj.speed_body_lengths()[0]
-    assert 0.05 <= speed <= 0.3, speed  # real robots of this family: 0.1–0.25 body lengths/s (solver notes §9)
+    # after the 2 s start-up from rest (pneumatic latency, the wave building up along the body): real robots of this
+    # family crawl at 0.1–0.25 body lengths/s (solver notes §9)
+    speed = traj.speed_body_lengths(start=2.0)[0]
+    assert 0.05 <= speed <= 0.3, speed
     assert d[0] > 0 and abs(d[1]) < 0.2 * d[0]  # forward along the body axis (+x: toward the head)
     assert np.all(np.isfinite(traj.com))
 

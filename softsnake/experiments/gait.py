@@ -29,9 +29,16 @@ class Trajectory:
         """Planar COM displacement from the start (N, 2) [m]."""
         return self.com[-1, :, :2] - self.com0[:, :2]
 
-    def speed_body_lengths(self) -> np.ndarray:
-        """Mean planar COM speed over the run (N,) [body lengths / s]."""
-        return np.linalg.norm(self.displacement(), axis=1) / self.t[-1] / self.body_length
+    def speed_body_lengths(self, start: float = 0.0) -> np.ndarray:
+        """Mean planar COM speed (N,) [body lengths / s] over the run, or from the first frame at or after ``start`` [s]
+        to the end (leaving out the start-up from rest)."""
+        if start <= 0.0:
+            return np.linalg.norm(self.displacement(), axis=1) / self.t[-1] / self.body_length
+        i = int(np.searchsorted(self.t, start))
+        if i >= len(self.t) - 1:
+            raise ValueError(f"start={start} s leaves fewer than two frames of a {self.t[-1]:.3f} s run")
+        d = self.com[-1, :, :2] - self.com[i, :, :2]
+        return np.linalg.norm(d, axis=1) / (self.t[-1] - self.t[i]) / self.body_length
 
     com0: np.ndarray = None  # (N, 3) COM at t = 0 [m]
     heading0: np.ndarray = None  # (N,) heading at t = 0 [rad]

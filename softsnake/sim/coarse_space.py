@@ -123,11 +123,13 @@ def build_coarse_space(
     damping: np.ndarray,
     h: float,
     cells_long_axis: int = 4,
+    long_axis_cell_edges: float = 2.0,
 ) -> CoarseSpace:
     """Diagonal and coarse space of A = M + h(h+β)K₀ for one world (rest rotation), see the module docstring.
 
     cells_long_axis: coarse cells along each body's longest rest extent (others in proportion, at least 1);
-    0 disables the coarse level (Jacobi only)."""
+    0 disables the coarse level (Jacobi only); long_axis_cell_edges: the least length of a coarse cell along that axis, in
+    mean element edges (the other axes keep two)."""
     import scipy.sparse as sp
 
     rest = np.asarray(rest, dtype=np.float64)
@@ -168,8 +170,10 @@ def build_coarse_space(
         lo = rest[members].min(axis=0)
         ext = rest[members].max(axis=0) - lo
         ext = np.maximum(ext, 1e-12)
-        # at most one coarse cell per two fine elements along an axis (a finer grid than the mesh is rank deficient)
-        cells = np.maximum(1, np.minimum(np.round(ext / ext.max() * cells_long_axis), np.floor(ext / (2.0 * edge)))).astype(int)
+        # a coarse cell spans at least two mean element edges along an axis (a finer grid than the mesh is rank
+        # deficient), or long_axis_cell_edges of them along the longest axis
+        span = np.where(np.arange(3) == np.argmax(ext), long_axis_cell_edges, 2.0) * edge
+        cells = np.maximum(1, np.minimum(np.round(ext / ext.max() * cells_long_axis), np.floor(ext / span))).astype(int)
         gdim = cells + 1
         u = (rest[members] - lo) / (ext / cells)
         i0 = np.clip(np.floor(u).astype(int), 0, cells - 1)

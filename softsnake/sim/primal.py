@@ -87,6 +87,7 @@ class PrimalStep:
             damping=data.tet_damping.numpy(),
             h=solver.dt,
             cells_long_axis=solver.config.coarse_cells,
+            long_axis_cell_edges=solver.config.coarse_cell_edges,
         )
         f32 = lambda a: wp.array(np.asarray(a, dtype=np.float32), dtype=float, device=dev)  # noqa: E731
         i32 = lambda a: wp.array(np.asarray(a, dtype=np.int32), dtype=int, device=dev)  # noqa: E731

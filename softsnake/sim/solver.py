@@ -105,6 +105,9 @@ class SolverConfig:
     fem: str = "primal"
     #: coarse-grid cells along each soft body's longest axis for the primal preconditioner (0: Jacobi only)
     coarse_cells: int = 4
+    #: least length of a coarse cell along a soft body's longest axis, in mean element edges (other axes: 2); 1 lets a
+    #: slender body such as the snake link have a coarse node every ~1.5 cross-sections (SnakeConfig)
+    coarse_cell_edges: float = 2.0
     #: primal FEM: precondition the rows that act on rigid bodies with the bodies' exact mass coupling (Woodbury)
     body_preconditioner: bool = True
 
@@ -121,6 +124,8 @@ class SolverConfig:
             raise ValueError(f"fem must be 'primal' or 'dual', got {self.fem!r}")
         if isinstance(self.coarse_cells, bool) or int(self.coarse_cells) != self.coarse_cells or self.coarse_cells < 0:
             raise ValueError(f"coarse_cells must be an integer ≥ 0, got {self.coarse_cells!r}")
+        if isinstance(self.coarse_cell_edges, bool) or not np.isfinite(float(self.coarse_cell_edges)) or self.coarse_cell_edges < 1.0:
+            raise ValueError(f"coarse_cell_edges must be a finite number ≥ 1, got {self.coarse_cell_edges!r}")
         if self.on_nonfinite not in ("raise", "flag"):
             raise ValueError(f"on_nonfinite must be 'raise' or 'flag', got {self.on_nonfinite!r}")
 
