@@ -58,6 +58,33 @@ def contact_candidate(
     return wp.min(gap, gap0) <= contact.margin
 
 
+@wp.func
+def listed_slot(
+    m: ModelData,
+    contact: ContactSettings,
+    h: float,
+    x0: wp.vec3,
+    v_lin: wp.vec3,
+    v: wp.vec3,
+    lam_prev: wp.array(dtype=float),
+    old_first: int,
+    old_num: int,
+    old_shape: wp.array(dtype=int),
+    w: int,
+    p: int,
+    s: int,
+) -> int:
+    """−2 if pair (p, s) of world w is no candidate this step, else the slot it held in the previous list (−1: none).
+    The one test behind both count_contact_candidates and write_contact_list, so their counts agree."""
+    k = carried_slot(old_first, old_num, old_shape, w * m.contact_count, s)
+    lam_n = float(0.0)
+    if k >= 0:
+        lam_n = lam_prev[w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * k + 2]
+    if contact_candidate(m, contact, h, x0, v_lin, v, p, s, lam_n):
+        return k
+    return -2
+
+
 @wp.kernel
 def count_contact_candidates(
     # Model:
@@ -80,14 +107,8 @@ def count_contact_candidates(
     p = tid - w * m.particle_count
     c = int(0)
     if m.particle_inv_mass[p] > 0.0:
-        row_c = w * m.row_count + m.distance_count + 6 * m.tet_count
-        x0 = x_start[tid]
         for s in range(m.shape_count):
-            k = carried_slot(old_first[tid], old_num[tid], old_shape, w * m.contact_count, s)
-            lam_n = float(0.0)
-            if k >= 0:
-                lam_n = lam_prev[row_c + 3 * k + 2]
-            if contact_candidate(m, contact, h, x0, v_lin[tid], v[tid], p, s, lam_n):
+            if listed_slot(m, contact, h, x_start[tid], v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s) > -2:
                 c += 1
     count[tid] = c
 
@@ -162,13 +183,9 @@ def write_contact_list(
     slot = first
     if m.particle_inv_mass[p] > 0.0:
         row_c = w * m.row_count + m.distance_count + 6 * m.tet_count
-        x0 = x_start[tid]
         for s in range(m.shape_count):
-            k = carried_slot(old_first[tid], old_num[tid], old_shape, w * K, s)
-            lam_n = float(0.0)
-            if k >= 0:
-                lam_n = lam_prev[row_c + 3 * k + 2]
-            if contact_candidate(m, contact, h, x0, v_lin[tid], v[tid], p, s, lam_n):
+            k = listed_slot(m, contact, h, x_start[tid], v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s)
+            if k > -2:
                 if slot < K:
                     jac.contact_particle[w * K + slot] = p
                     jac.contact_shape[w * K + slot] = s
