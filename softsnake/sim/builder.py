@@ -238,7 +238,7 @@ class ModelBuilder(RigidBuilderMixin):
 
         contact_capacity: particle–static-shape contact slots per world (the compact contact list, docs/solver.md);
         default every pair with one static shape, two per particle with more. A step that finds more contact candidates
-        than slots raises :class:`~softsnake.sim.solver.ContactCapacityExceeded` with the number it needed."""
+        than slots raises :class:`~softsnake.sim.contact_list.ContactCapacityExceeded` with the number it needed."""
         from .model import Model
 
         if isinstance(worlds, bool) or int(worlds) != worlds or int(worlds) < 1:
