@@ -14,7 +14,7 @@ running sum (one thread per world, so the order is deterministic), clear the slo
 import warp as wp
 
 from .contact import shape_bounding_radius, shape_signed_distance
-from .data import ContactSettings, Jacobian, ModelData
+from .data import ContactSettings, Jacobian, ModelData, contact_row0
 
 
 @wp.func
@@ -79,7 +79,7 @@ def listed_slot(
     k = carried_slot(old_first, old_num, old_shape, w * m.contact_count, s)
     lam_n = float(0.0)
     if k >= 0:
-        lam_n = lam_prev[w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * k + 2]
+        lam_n = lam_prev[contact_row0(m, w, k) + 2]
     if contact_candidate(m, contact, h, x0, v_lin, v, p, s, lam_n):
         return k
     return -2
@@ -147,7 +147,7 @@ def clear_contact_slots(
     jac.contact_shape[tid] = -1
     jac.contact_frame[tid] = wp.mat33()
     contact_lam_n_prev[tid] = 0.0
-    row0 = w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * k
+    row0 = contact_row0(m, w, k)
     for r in range(3):
         lam[row0 + r] = 0.0
 
@@ -182,7 +182,6 @@ def write_contact_list(
     first = offset[tid]
     slot = first
     if m.particle_inv_mass[p] > 0.0:
-        row_c = w * m.row_count + m.distance_count + 6 * m.tet_count
         for s in range(m.shape_count):
             k = listed_slot(m, contact, h, x_start[tid], v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s)
             if k > -2:
@@ -191,7 +190,7 @@ def write_contact_list(
                     jac.contact_shape[w * K + slot] = s
                     if k >= 0:
                         for r in range(3):
-                            lam[row_c + 3 * slot + r] = lam_prev[row_c + 3 * k + r]
+                            lam[contact_row0(m, w, slot) + r] = lam_prev[contact_row0(m, w, k) + r]
                         contact_lam_n_prev[w * K + slot] = lam_n_prev_old[w * K + k]
                 slot += 1
     jac.contact_first[tid] = wp.min(first, K)

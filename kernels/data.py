@@ -77,6 +77,13 @@ def load6(a: wp.array(dtype=float), base: int) -> vec6:
     return vec6(a[base], a[base + 1], a[base + 2], a[base + 3], a[base + 4], a[base + 5])
 
 
+@wp.func
+def contact_row0(m: ModelData, w: int, k: int) -> int:
+    """First row (t1; then t2, n) of contact slot k of world w: the slots follow the distance and tet rows, and slot
+    m.contact_count is where the attachment rows begin."""
+    return w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * k
+
+
 @wp.struct
 class BodyData:
     """Rigid bodies, particle–body attachments and joints (one world; replicated by index arithmetic)."""

@@ -64,7 +64,7 @@ def cone_projected(l1: float, l2: float, mu: wp.vec2, lam_n: float) -> wp.vec2:
 
 
 from .contact import fischer_burmeister_row  # noqa: E402
-from .data import ContactSettings, Jacobian, ModelData  # noqa: E402
+from .data import ContactSettings, Jacobian, ModelData, contact_row0  # noqa: E402
 
 
 @wp.func
@@ -149,7 +149,7 @@ def project_friction(
     tid = wp.tid()
     w = tid // m.contact_count
     cidx = tid - w * m.contact_count
-    row0 = w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * cidx
+    row0 = contact_row0(m, w, cidx)
     F = jac.contact_frame[tid]
     lam_n = lam[row0 + 2]
     if contact_slot_off(F):

@@ -13,7 +13,7 @@ fixed: 3 anchor rows, 3 rotation-lock rows. The drive row is free (switched off)
 
 import warp as wp
 
-from .data import BodyData, BodyJacobian, Jacobian, ModelData
+from .data import BodyData, BodyJacobian, Jacobian, ModelData, contact_row0
 
 JOINT_REVOLUTE = wp.constant(0)
 JOINT_PRISMATIC = wp.constant(1)
@@ -209,12 +209,12 @@ def unit(i: int) -> wp.vec3:
 
 @wp.func
 def attachment_row0(m: ModelData, b: BodyData, w: int, k: int) -> int:
-    return w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * m.contact_count + 3 * k
+    return contact_row0(m, w, m.contact_count) + 3 * k
 
 
 @wp.func
 def joint_row0(m: ModelData, b: BodyData, w: int, j: int) -> int:
-    return w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * m.contact_count + 3 * b.attachment_count + 6 * j
+    return contact_row0(m, w, m.contact_count) + 3 * b.attachment_count + 6 * j
 
 
 @wp.kernel

@@ -13,7 +13,7 @@ so Schur diagonal compliance is α/(h(h+β)) and the right-hand side is −φ (s
 import warp as wp
 
 from .contact import shape_signed_distance, tangent_basis
-from .friction import assemble_contact_rows, contact_slot_off, release_contact_slot, switch_off_contact_rows
+from .friction import assemble_contact_rows, contact_slot_off, switch_off_contact_rows
 from .tet import (
     polar_rotation,
     tet_compliance_diagonal,
@@ -25,7 +25,7 @@ from .tet import (
     tet_strain,
     write_tet_forces,
 )
-from .data import ContactSettings, Jacobian, ModelData, load6
+from .data import ContactSettings, Jacobian, ModelData, contact_row0, load6
 from .types import vec6
 
 
@@ -166,17 +166,15 @@ def assemble_rows(
         # ---- contact slot: the pair (particle p, shape s) the step's list put there (kernels/contact_list.py)
         cidx = e - m.distance_count - m.tet_count
         k = w * m.contact_count + cidx
-        row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * cidx
+        row0 = contact_row0(m, w, cidx)
         p = jac.contact_particle[k]
         if linearise != 0:
-            # the list holds only this step's candidates (with mass); an empty slot keeps a zero frame
+            # the list holds only this step's candidates (with mass); an empty slot was cleared (zero frame and
+            # multipliers) when the list was written
             if p >= 0:
                 s = jac.contact_shape[k]
                 sd0 = shape_signed_distance(m.shape_type[s], m.shape_pos[s], m.shape_rot[s], m.shape_params[s], x_start[pbase + p] + v_lin[pbase + p] * h)
                 jac.contact_frame[k] = tangent_basis(wp.vec3(sd0[1], sd0[2], sd0[3]), m.shape_rot[s])
-            else:
-                jac.contact_frame[k] = wp.mat33()
-                release_contact_slot(row0, lam)
             return
         frame = jac.contact_frame[k]
         if contact_slot_off(frame):
@@ -202,9 +200,8 @@ def add_contact_transpose_product(acc: wp.vec3, m: ModelData, jac: Jacobian, x: 
     """acc + Σ Fᵀ x over the contact slots of particle p in world w (one run of the step's list, in slot order, added
     one by one so the sum rounds as it would with the slots among the particle's other rows)."""
     first = jac.contact_first[w * m.particle_count + p]
-    row_c = w * m.row_count + m.distance_count + 6 * m.tet_count
     for k in range(first, first + jac.contact_num[w * m.particle_count + p]):
-        row0 = row_c + 3 * k
+        row0 = contact_row0(m, w, k)
         acc += wp.transpose(jac.contact_frame[w * m.contact_count + k]) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
     return acc
 
@@ -251,7 +248,7 @@ def particle_transpose_product(
                     acc += tet_row_gradient(R, B, r, local) * xt[r]
         elif e < m.element_count + m.attachment_count:
             # particle–body attachment k (elements after the particle families): c = p + R r − x
-            row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * m.contact_count + 3 * (e - m.element_count)
+            row0 = contact_row0(m, w, m.contact_count) + 3 * (e - m.element_count)
             acc -= wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
         else:
             # particle against a body shape (kernels/rigid_contact.py): the particle takes +Fᵀx
@@ -328,7 +325,7 @@ def gather_rows(
     else:
         cidx = e - m.distance_count - m.tet_count
         p = jac.contact_particle[w * m.contact_count + cidx]
-        row0 = rbase + m.distance_count + 6 * m.tet_count + 3 * cidx
+        row0 = contact_row0(m, w, cidx)
         dv = wp.vec3()
         if p >= 0:
             dv = jac.contact_frame[w * m.contact_count + cidx] * (impulse[pbase + p] * m.particle_inv_mass[p])

@@ -172,7 +172,7 @@ def build_coarse_space(
         ext = np.maximum(ext, 1e-12)
         # a coarse cell spans at least two mean element edges along an axis (a finer grid than the mesh is rank
         # deficient), or long_axis_cell_edges of them along the longest axis
-        span = np.where(np.arange(3) == np.argmax(ext), long_axis_cell_edges, 2.0) * edge
+        span = np.where(ext == ext.max(), long_axis_cell_edges, 2.0) * edge  # tied longest axes alike
         cells = np.maximum(1, np.minimum(np.round(ext / ext.max() * cells_long_axis), np.floor(ext / span))).astype(int)
         gdim = cells + 1
         u = (rest[members] - lo) / (ext / cells)

@@ -308,7 +308,7 @@ class Solver:
                 wp.capture_launch(self._graph)
         else:
             self._launch_step(state, force, scale, wrench)
-        self._check_finite(state)
+        self._check_step(state)
 
     def _use_graph(self) -> bool:
         cfg, dev = self.config, self.model.device
@@ -318,7 +318,8 @@ class Solver:
             return True
         return cfg.cpu_graph_capture and CPU_CAPTURE and cfg.linear_tolerance <= 0.0 and cfg.newton_tolerance <= 0.0
 
-    def _check_finite(self, state: State) -> None:
+    def _check_step(self, state: State) -> None:
+        """After a step: a full contact list always raises; non-finite or runaway worlds per ``check_finite``."""
         full = self.contact_list.overflowing_worlds()
         if full:
             self._restore_step_start(state, all_worlds=1)
