@@ -104,6 +104,23 @@ class Profiler:
                 setattr(cls, method, orig)
 
 
+def device_kernel_times(advance, calls: int, device) -> dict[str, tuple[float, int]]:
+    """Kernel name → (GPU ms in all, launches) over ``calls`` eager calls of ``advance``, from Warp's CUDA activity
+    timing (device-side durations: what each kernel costs inside a captured graph, without the profiler's host
+    synchronisations)."""
+    wp.synchronize_device(device)
+    wp.timing_begin(cuda_filter=wp.TIMING_KERNEL | wp.TIMING_MEMCPY | wp.TIMING_MEMSET)
+    for _ in range(calls):
+        advance()
+    results = wp.timing_end()
+    out: dict[str, list] = defaultdict(lambda: [0.0, 0])
+    for r in results:
+        name = r.name.removeprefix("forward kernel ").split(" ")[0]
+        out[name][0] += r.elapsed
+        out[name][1] += 1
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
 def make_scene(scene: str, device: str, graph_capture: bool):
     """(advance one step, steps per call, description); the snake advances one frame of its substeps."""
     import softsnake as ss
@@ -194,6 +211,14 @@ def main() -> None:
     for kernel, t in sorted(kernel_time.items(), key=lambda kv: -kv[1])[: args.top]:
         print(f"{kernel:40s} {kernel_calls[kernel] / n:14.1f} {1e3 * t / n:9.3f} {100 * t / total:6.1f}%")
     print(f"{'all':40s} {sum(kernel_calls.values()) / n:14.1f} {1e3 * total / n:9.3f}")
+    device_kernels = device_kernel_times(advance, args.steps, device) if device.is_cuda else {}
+    if device_kernels:
+        gpu_total = sum(t for t, _ in device_kernels.values())
+        print(f"\nGPU time of each kernel (Warp's CUDA activity timing of {n} eager steps; no host synchronisation in between)")
+        print(f"{'kernel':40s} {'launches/step':>14s} {'GPU ms/step':>12s} {'µs/launch':>10s} {'share':>7s}")
+        for name, (t, calls) in sorted(device_kernels.items(), key=lambda kv: -kv[1][0])[: args.top]:
+            print(f"{name[:40]:40s} {calls / n:14.1f} {t / n:12.3f} {1e3 * t / calls:10.1f} {100 * t / gpu_total:6.1f}%")
+        print(f"{'all':40s} {sum(c for _, c in device_kernels.values()) / n:14.1f} {gpu_total / n:12.3f}")
     if args.json:
         from softsnake.io.files import write_json_atomic
 
@@ -207,6 +232,7 @@ def main() -> None:
                 ms_per_step_profiled=profiled_ms,
                 phases={p: dict(ms_per_step=1e3 * t / n, launches_per_step=phase_calls[p] / n) for p, t in phase_time.items()},
                 kernels={k: dict(ms_per_step=1e3 * t / n, launches_per_step=kernel_calls[k] / n) for k, t in kernel_time.items()},
+                gpu_kernels={k: dict(gpu_ms_per_step=t / n, launches_per_step=c / n) for k, (t, c) in device_kernels.items()},
             ),
         )
     if not np.isfinite(total):

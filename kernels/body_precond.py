@@ -20,6 +20,10 @@ from .rigid_contact import body_contact_row0, particle_body_row0
 from .friction import contact_slot_off
 from .primal import skipped_row
 
+# Loops stay loops: add_row (four dense 6×6 block updates) is inlined for every row of every row kind; unrolled, this
+# module took ~3 minutes to compile for CUDA.
+wp.set_module_options({"max_unroll": 0})
+
 
 @wp.struct
 class BodyBlocks:

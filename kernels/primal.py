@@ -202,35 +202,6 @@ def fit_body_rotation(
 
 
 @wp.kernel
-def coarse_restrict(
-    particles_per_world: int,
-    nodes_per_world: int,
-    bodies_per_world: int,
-    node_start: wp.array(dtype=int),
-    node_particles: wp.array(dtype=int),
-    node_weights: wp.array(dtype=float),
-    node_body: wp.array(dtype=int),
-    rotation: wp.array(dtype=wp.mat33),
-    r: wp.array(dtype=wp.vec3),
-    # Out:
-    rc: wp.array(dtype=float),
-):
-    """rc = Rᵀ Pᵀ r per coarse node (in the body's rest frame)."""
-    tid = wp.tid()
-    w = tid // nodes_per_world
-    j = tid - w * nodes_per_world
-    acc = wp.vec3()
-    for k in range(node_start[j], node_start[j + 1]):
-        acc += r[w * particles_per_world + node_particles[k]] * node_weights[k]
-    R = rotation[w * bodies_per_world + node_body[j]]
-    a = wp.transpose(R) * acc
-    base = 3 * tid
-    rc[base] = a[0]
-    rc[base + 1] = a[1]
-    rc[base + 2] = a[2]
-
-
-@wp.kernel
 def coarse_solve(
     nodes_per_world: int,
     node_body: wp.array(dtype=int),

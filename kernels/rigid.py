@@ -383,69 +383,6 @@ def assemble_body_rows(
 
 
 @wp.kernel
-def scatter_body_impulses(
-    m: ModelData,
-    b: BodyData,
-    bjac: BodyJacobian,
-    jac: Jacobian,
-    x: wp.array(dtype=float),
-    # Out:
-    impulse: wp.array(dtype=wp.spatial_vector),
-):
-    """Jᵀx per body over its incidence list in a fixed order (no atomics)."""
-    tid = wp.tid()
-    w = tid // b.body_count
-    i = tid - w * b.body_count
-    first_attachment = m.element_count
-    first_joint = first_attachment + b.attachment_count
-    f = wp.vec3()
-    t = wp.vec3()
-    for c in range(b.body_incidence_start[i], b.body_incidence_start[i + 1]):
-        code = b.body_incidence[c]
-        e = code // 4
-        role = code - 4 * e
-        if e < first_joint:
-            k = e - first_attachment
-            row0 = attachment_row0(m, b, w, k)
-            xk = wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
-            f += xk
-            t += wp.cross(bjac.attachment_arm[w * b.attachment_count + k], xk)
-        elif e >= m.particle_body_element_start:
-            # a particle against one of this body's shapes: the body takes −Fᵀx at the contact arm
-            s = e - m.particle_body_element_start
-            row0 = w * m.row_count + m.particle_body_row_start + 3 * s
-            kk = w * m.particle_body_count + s
-            imp = wp.transpose(jac.pb_frame[kk]) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
-            f -= imp
-            t -= wp.cross(jac.pb_arm[kk], imp)
-        elif e >= first_joint + b.joint_count:
-            # body contact slot (kernels/rigid_contact.py): role 0 = the feature's body, 1 = the target's body
-            s = e - first_joint - b.joint_count
-            row0 = joint_row0(m, b, w, b.joint_count) + 3 * s
-            kk = w * b.body_contact_count + s
-            imp = wp.transpose(bjac.contact_frame[kk]) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
-            if role == 0:
-                f += imp
-                t += wp.cross(bjac.contact_arm_a[kk], imp)
-            else:
-                f -= imp
-                t -= wp.cross(bjac.contact_arm_b[kk], imp)
-        else:
-            j = e - first_joint
-            row0 = joint_row0(m, b, w, j)
-            for r in range(6):
-                k = (w * b.joint_count + j) * 6 + r
-                xr = x[row0 + r]
-                if role == 1:
-                    f -= bjac.joint_lin[k] * xr
-                    t += bjac.joint_ang_parent[k] * xr
-                else:
-                    f += bjac.joint_lin[k] * xr
-                    t += bjac.joint_ang_child[k] * xr
-    impulse[tid] = spatial(f, t)
-
-
-@wp.kernel
 def gather_body_rows(
     m: ModelData,
     b: BodyData,

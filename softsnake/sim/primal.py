@@ -13,6 +13,7 @@ from contextlib import contextmanager
 import numpy as np
 import warp as wp
 
+from softsnake.kernels import block_sums as kbs
 from softsnake.kernels import body_precond as kbp
 from softsnake.kernels import minres as kmr
 from softsnake.kernels import pcr as kpcr
@@ -201,7 +202,7 @@ class PrimalStep:
         # t = D⁻¹ r is needed only on the rows that act on bodies, the last block of each world [contact_row_end, R)
         body_rows = m.row_count - m.contact_row_end
         wp.launch(kp.precondition_rows, dim=W * body_rows, inputs=[m.row_count, 0, m.contact_row_end, self.row_d, rl, self.t_rows], device=dev)
-        wp.launch(krigid.scatter_body_impulses, dim=W * m.body_count, inputs=[m.data, m.body_data, s.bjac, s.jac, self.t_rows], outputs=[self.f_body], device=dev)
+        s._scatter_bodies(self.t_rows, self.f_body)
         wp.launch(kbp.cluster_solve, dim=W * self.clusters, inputs=[m.body_data, self.bb, self.clusters, s.dt, s.body_x_start, s.body_v, self.H, self.f_body, self.H_work], outputs=[self.imp_body], device=dev)
         self._zero(self.u_rows)  # rows acting on no body keep u = 0
         s._gather(self.zero_particles, self.imp_body, self.zero_rows, self.u_rows, particle_rows=False)
@@ -216,7 +217,7 @@ class PrimalStep:
         wp.launch(kp.tet_stiffness_product, dim=W * m.tet_count, inputs=[m.data, s.jac, self.tet_lame, xv], outputs=[self.tet_force], device=dev)
         wp.launch(kp.particle_system_top, dim=W * m.particle_count, inputs=[m.data, s.jac, self.mass, xv, xl, self.tet_force], outputs=[yv, self.mass_xv], device=dev)
         if m.body_count > 0:
-            wp.launch(krigid.scatter_body_impulses, dim=W * m.body_count, inputs=[m.data, m.body_data, s.bjac, s.jac, xl], outputs=[s.body_impulse], device=dev)  # J_bᵀ xl
+            s._scatter_bodies(xl, s.body_impulse)  # J_bᵀ xl
         if negate_rows:
             s._gather(self.mass_xv, s.body_impulse, xl, self.g, skip_tets=1)
             wp.launch(kp.negate_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, self.g, yl], device=dev)
@@ -239,11 +240,12 @@ class PrimalStep:
         s, m, dev = self.s, self.s.model, self.s.model.device
         W, n = m.worlds, m.particle_count
         if self.use_coarse:
-            wp.launch(
-                kp.coarse_restrict,
-                dim=W * self.nodes,
+            wp.launch_tiled(
+                kbs.coarse_restrict,
+                dim=[W * self.nodes],
                 inputs=[n, self.nodes, self.bodies, self.node_start, self.node_particles, self.node_weights, self.node_body, self.rotation, rv],
                 outputs=[self.rc],
+                block_dim=s.sum_block_dim,
                 device=dev,
             )
             wp.launch(kp.coarse_solve, dim=3 * W * self.nodes, inputs=[self.nodes, self.node_body, self.node_first, self.inverse_start, self.inverse, self.rc], outputs=[self.yc], device=dev)
@@ -348,7 +350,7 @@ class PrimalStep:
         s.dlam.zero_()
         s._project_cones(it)
         if m.body_count > 0:
-            wp.launch(krigid.scatter_body_impulses, dim=m.worlds * m.body_count, inputs=[m.data, m.body_data, s.bjac, s.jac, s.dlam], outputs=[s.carried_body_impulse], device=m.device)
+            s._scatter_bodies(s.dlam, s.carried_body_impulse)
         if m.contact_count + m.particle_body_count > 0:
             s._scatter(s.dlam)  # s.impulse = JᵀΔλ per particle (only friction rows are non-zero)
             wp.copy(s.carried_impulse, s.impulse)
@@ -356,7 +358,7 @@ class PrimalStep:
     def apply_bodies(self, x: wp.array) -> None:
         s, m = self.s, self.s.model
         if m.body_count > 0:
-            wp.launch(krigid.scatter_body_impulses, dim=m.worlds * m.body_count, inputs=[m.data, m.body_data, s.bjac, s.jac, x], outputs=[s.body_impulse], device=m.device)
+            s._scatter_bodies(x, s.body_impulse)
             wp.launch(krigid.apply_body_impulses, dim=m.worlds * m.body_count, inputs=[m.body_count, m.body_data, s.body_x_start, s.dt, s.body_impulse, s.body_momentum, s.body_v], device=m.device)
 
     def backtrack(self, it: int, scale: wp.array) -> None:

@@ -27,6 +27,7 @@ import numpy as np
 import warp as wp
 
 from softsnake.io.toml_files import read_toml
+from softsnake.kernels import block_sums as kbs
 from softsnake.kernels import friction as kfriction
 from softsnake.kernels import integrate as kint
 from softsnake.kernels import pcr as kpcr
@@ -198,6 +199,8 @@ class Solver:
         self._graph_key = None
         # threads per world (one block each) for the row reductions of PCR; the CPU runs one thread per block
         self.block_dim = (1024 if model.worlds < 64 else 256) if model.device.is_cuda else 1
+        # lanes per output of the list sums in kernels/block_sums.py (J_bᵀx per body, the coarse restriction per node)
+        self.sum_block_dim = 32 if model.device.is_cuda else 1
         self._allocate()
         self.diverged_worlds: set[int] = set()
         self._primal = None
@@ -391,7 +394,12 @@ class Solver:
         use = 0 if tet_force is None else 1
         wp.launch(kschur.scatter_impulses, dim=m.worlds * m.particle_count, inputs=[m.data, self.jac, x, self._tet_force if tet_force is None else tet_force, use], outputs=[self.impulse], device=m.device)
         if m.body_count > 0:
-            wp.launch(krigid.scatter_body_impulses, dim=m.worlds * m.body_count, inputs=[m.data, m.body_data, self.bjac, self.jac, x], outputs=[self.body_impulse], device=m.device)
+            self._scatter_bodies(x, self.body_impulse)
+
+    def _scatter_bodies(self, x: wp.array, impulse: wp.array) -> None:
+        """impulse = J_bᵀx per rigid body (one block of ``sum_block_dim`` lanes per body)."""
+        m = self.model
+        wp.launch_tiled(kbs.scatter_body_impulses, dim=[m.worlds * m.body_count], inputs=[m.data, m.body_data, self.bjac, self.jac, x], outputs=[impulse], block_dim=self.sum_block_dim, device=m.device)
 
     def _assemble(self, newton_iteration: int, scale: wp.array, residual: wp.array, linearise: int = 0) -> None:
         """Rows at the current iterate (linearise = 0), or the step's Jacobians at x⁻ + h·v⁻ (linearise = 1)."""

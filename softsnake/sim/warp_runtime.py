@@ -61,7 +61,8 @@ def kernels_to_compile(device: str = "cpu") -> list[str]:
 
     Uses Warp's module hashing (a private API): on any surprise it returns [] rather than fail the command."""
     try:
-        import softsnake.sim.solver  # noqa: F401  (imports every kernel module)
+        import softsnake.sim.primal  # noqa: F401  (with the solver it imports, every kernel module)
+        import softsnake.sim.solver  # noqa: F401
         from warp._src.context import user_modules
 
         dev = wp.get_device(device)
