@@ -382,8 +382,9 @@ def assemble_body_rows(
         wp.atomic_add(residual_sq, w, res)
 
 
-@wp.kernel
-def gather_body_rows(
+@wp.func
+def gather_body_row(
+    tid: int,
     m: ModelData,
     b: BodyData,
     bjac: BodyJacobian,
@@ -394,11 +395,10 @@ def gather_body_rows(
     body_impulse: wp.array(dtype=wp.spatial_vector),
     row_compliance: wp.array(dtype=float),
     x: wp.array(dtype=float),
-    # Out:
     y: wp.array(dtype=float),
 ):
-    """y = J M⁻¹ (impulse) + C x for attachment and joint rows."""
-    tid = wp.tid()
+    """y = J M⁻¹ (impulse) + C x for attachment or joint ``tid`` (world-major; kernels/rigid_contact.py,
+    gather_body_families, launches it)."""
     per_world = b.attachment_count + b.joint_count
     w = tid // per_world
     e = tid - w * per_world

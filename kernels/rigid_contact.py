@@ -14,7 +14,8 @@ import warp as wp
 from .contact import shape_signed_distance
 from .data import BodyData, BodyJacobian, ContactSettings, Jacobian, ModelData
 from .friction import assemble_contact_rows, cone_projected, contact_slot_off, release_contact_slot, switch_off_contact_rows
-from .rigid import ang, body_pose, body_vel, body_velocity, joint_row0, lin, row_effective_mass
+from .rigid import ang, body_pose, body_vel, body_velocity, gather_body_row, joint_row0, lin, row_effective_mass
+from .schur import gather_particle_rows
 from .types import SHAPE_CYLINDER
 
 
@@ -192,8 +193,9 @@ def assemble_body_contacts(
         wp.atomic_add(residual_sq, w, res)
 
 
-@wp.kernel
-def gather_body_contacts(
+@wp.func
+def gather_body_contact(
+    tid: int,
     m: ModelData,
     b: BodyData,
     bjac: BodyJacobian,
@@ -203,10 +205,9 @@ def gather_body_contacts(
     body_impulse: wp.array(dtype=wp.spatial_vector),
     row_compliance: wp.array(dtype=float),
     x: wp.array(dtype=float),
-    # Out:
     y: wp.array(dtype=float),
 ):
-    tid = wp.tid()
+    """y = J M⁻¹ (impulse) + C x for the three rows of body contact slot ``tid`` (world-major)."""
     w = tid // b.body_contact_count
     k = tid - w * b.body_contact_count
     f = k // b.target_count
@@ -357,8 +358,9 @@ def assemble_particle_body_contacts(
         wp.atomic_add(residual_sq, w, res)
 
 
-@wp.kernel
-def gather_particle_body_contacts(
+@wp.func
+def gather_particle_body_contact(
+    tid: int,
     m: ModelData,
     b: BodyData,
     jac: Jacobian,
@@ -368,10 +370,9 @@ def gather_particle_body_contacts(
     particle_impulse: wp.array(dtype=wp.vec3),
     body_impulse: wp.array(dtype=wp.spatial_vector),
     x: wp.array(dtype=float),
-    # Out:
     y: wp.array(dtype=float),
 ):
-    tid = wp.tid()
+    """y = J M⁻¹ (impulse) + C x for the three rows of particle–body-shape slot ``tid`` (world-major)."""
     w = tid // m.particle_body_count
     k = tid - w * m.particle_body_count
     nbs = m.particle_body_count // m.particle_count
@@ -412,3 +413,40 @@ def project_particle_body_friction(
     lam_n_prev[tid] = wp.max(lam_n, 0.0)
     if lam_n > 0.0:
         wp.atomic_add(active_contacts, newton_iteration * worlds + w, 1)
+
+
+@wp.kernel
+def gather_row_families(
+    worlds: int,
+    particle_elements: int,
+    skip_tets: int,
+    m: ModelData,
+    b: BodyData,
+    bjac: BodyJacobian,
+    jac: Jacobian,
+    h: float,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    x: wp.array(dtype=float),
+    # Out:
+    y: wp.array(dtype=float),
+):
+    """y = J M⁻¹ (impulse) + C x over several row families in one launch, each world-major as its own launch was: the
+    particle elements (``particle_elements`` per world: distance, tet unless ``skip_tets``, contact; 0 = none), then
+    attachments and joints, body contact slots and particle–body-shape slots."""
+    tid = wp.tid()
+    n_particle = worlds * particle_elements
+    n_rows = worlds * (b.attachment_count + b.joint_count)
+    n_contacts = worlds * b.body_contact_count
+    if tid < n_particle:
+        gather_particle_rows(tid, m, jac, h, particle_impulse, x, skip_tets, y)
+        return
+    tid -= n_particle
+    if tid < n_rows:
+        gather_body_row(tid, m, b, bjac, h, bx_start, bv, particle_impulse, body_impulse, jac.row_compliance, x, y)
+    elif tid < n_rows + n_contacts:
+        gather_body_contact(tid - n_rows, m, b, bjac, h, bx_start, bv, body_impulse, jac.row_compliance, x, y)
+    else:
+        gather_particle_body_contact(tid - n_rows - n_contacts, m, b, jac, h, bx_start, bv, particle_impulse, body_impulse, x, y)

@@ -289,8 +289,23 @@ def gather_rows(
     y: wp.array(dtype=float),
 ):
     """y = J M⁻¹ (impulse) + C x, with impulse = Jᵀ x from scatter_impulses; skip_tets = 1 leaves the tet rows
-    alone (the primal FEM step eliminates them; the launch then covers element_count − tet_count threads per world)."""
-    tid = wp.tid()
+    alone (the primal FEM step eliminates them; the launch then covers element_count − tet_count threads per world).
+    With rigid bodies, kernels/rigid_contact.py (gather_row_families) runs these rows and the bodies' in one launch."""
+    gather_particle_rows(wp.tid(), m, jac, h, impulse, x, skip_tets, y)
+
+
+@wp.func
+def gather_particle_rows(
+    tid: int,
+    m: ModelData,
+    jac: Jacobian,
+    h: float,
+    impulse: wp.array(dtype=wp.vec3),
+    x: wp.array(dtype=float),
+    skip_tets: int,
+    y: wp.array(dtype=float),
+):
+    """The rows of element ``tid`` (world-major over the distance, tet unless ``skip_tets``, and contact elements)."""
     per_world = m.element_count - skip_tets * m.tet_count
     w = tid // per_world
     e = tid - w * per_world

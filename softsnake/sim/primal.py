@@ -33,14 +33,11 @@ def tet_scaled_lame(data: ModelData, h: float) -> np.ndarray:
     return np.stack([scale * lam, scale * mu], axis=1) if len(lam) else np.zeros((1, 2))
 
 
-_RECORDING: list[list] = []  # the op lists of active recorded_launches() blocks
-
-
 @contextmanager
 def recorded_launches():
     """Run a block of Warp launches while recording each as a replayable command (``record_cmd=True``); yields the
     list of zero-argument callables that repeat the block. The block runs as usual; only ``wp.launch`` /
-    ``wp.launch_tiled`` calls and ``PrimalStep._zero`` are recorded, so it must contain nothing else that matters."""
+    ``wp.launch_tiled`` calls are recorded, so it must contain nothing else that matters."""
     ops: list = []
     real_launch, real_tiled = wp.launch, wp.launch_tiled
 
@@ -55,13 +52,11 @@ def recorded_launches():
     def launch_tiled(*args, **kwargs):
         record(real_tiled(*args, record_cmd=True, **kwargs))
 
-    _RECORDING.append(ops)
     wp.launch, wp.launch_tiled = launch, launch_tiled
     try:
         yield ops
     finally:
         wp.launch, wp.launch_tiled = real_launch, real_tiled
-        _RECORDING.pop()
 
 
 class PrimalStep:
@@ -176,6 +171,7 @@ class PrimalStep:
         self.H = wp.zeros(W * bb.block_size, dtype=float, device=dev)
         self.H_work = wp.zeros(W * bb.block_size, dtype=float, device=dev)
         nr = W * m.row_count
+        # u_rows: the body gathers write the same rows (those acting on a body) every time; the others stay 0
         self.row_d, self.t_rows, self.u_rows, self.zero_rows = (wp.zeros(nr, dtype=float, device=dev) for _ in range(4))
         self.zero_particles = wp.zeros(W * m.particle_count, dtype=wp.vec3, device=dev)
         self.f_body = wp.zeros(W * nb, dtype=wp.spatial_vector, device=dev)
@@ -204,7 +200,6 @@ class PrimalStep:
         wp.launch(kp.precondition_rows, dim=W * body_rows, inputs=[m.row_count, 0, m.contact_row_end, self.row_d, rl, self.t_rows], device=dev)
         s._scatter_bodies(self.t_rows, self.f_body)
         wp.launch(kbp.cluster_solve, dim=W * self.clusters, inputs=[m.body_data, self.bb, self.clusters, s.dt, s.body_x_start, s.body_v, self.H, self.f_body, self.H_work], outputs=[self.imp_body], device=dev)
-        self._zero(self.u_rows)  # rows acting on no body keep u = 0
         s._gather(self.zero_particles, self.imp_body, self.zero_rows, self.u_rows, particle_rows=False)
         wp.launch(kbp.woodbury_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, rl, self.u_rows, self.row_d, zl], device=dev)
 
@@ -313,12 +308,6 @@ class PrimalStep:
         wp.launch_tiled(kmr.minres_lanczos, dim=[W], inputs=[n, R, *self.skip, -1.0, self.sc, *self.v, *self.y, *self.r1, *self.r2, self.alfa], block_dim=bd, device=dev)
         self.precondition(*self.r2, *self.y)
         wp.launch_tiled(kmr.minres_update, dim=[W], inputs=[n, R, *self.skip, self.alfa, self.sc, *self.r2, *self.y, *self.v, *self.w, *self.w2, *self.x], block_dim=bd, device=dev)
-
-    def _zero(self, a: wp.array) -> None:
-        """a.zero_(), recorded with the launches around it (recorded_launches)."""
-        a.zero_()
-        if _RECORDING:
-            _RECORDING[-1].append(a.zero_)
 
     def apply_update(self, it: int) -> None:
         """v += Δv, λ += Δλ and the bodies' velocities through M_b⁻¹J_bᵀΔλ (Δ in self.x; kept in s.dlam/self.dv);

@@ -360,33 +360,19 @@ class Solver:
         unless ``skip_tets``, contact) when ``particle_rows``, and every row family that acts on a body."""
         m = self.model
         dev = m.device
-        if particle_rows:
-            per_world = m.element_count - (m.tet_count if skip_tets else 0)
-            wp.launch(kschur.gather_rows, dim=m.worlds * per_world, inputs=[m.data, self.jac, self.dt, particle_impulse, x, skip_tets], outputs=[y], device=dev)
-        if m.particle_body_count > 0:
-            wp.launch(
-                kbc.gather_particle_body_contacts,
-                dim=m.worlds * m.particle_body_count,
-                inputs=[m.data, m.body_data, self.jac, self.dt, self.body_x_start, self.body_v, particle_impulse, body_impulse, x],
-                outputs=[y],
-                device=dev,
-            )
-        if m.body_contact_count > 0:
-            wp.launch(
-                kbc.gather_body_contacts,
-                dim=m.worlds * m.body_contact_count,
-                inputs=[m.data, m.body_data, self.bjac, self.dt, self.body_x_start, self.body_v, body_impulse, self.jac.row_compliance, x],
-                outputs=[y],
-                device=dev,
-            )
-        if m.attachment_count + m.joint_count > 0:
-            wp.launch(
-                krigid.gather_body_rows,
-                dim=m.worlds * (m.attachment_count + m.joint_count),
-                inputs=[m.data, m.body_data, self.bjac, self.dt, self.body_x_start, self.body_v, particle_impulse, body_impulse, self.jac.row_compliance, x],
-                outputs=[y],
-                device=dev,
-            )
+        particle_elements = (m.element_count - (m.tet_count if skip_tets else 0)) if particle_rows else 0
+        body_rows = m.attachment_count + m.joint_count + m.body_contact_count + m.particle_body_count
+        if body_rows == 0:
+            if particle_elements > 0:
+                wp.launch(kschur.gather_rows, dim=m.worlds * particle_elements, inputs=[m.data, self.jac, self.dt, particle_impulse, x, skip_tets], outputs=[y], device=dev)
+            return
+        wp.launch(
+            kbc.gather_row_families,
+            dim=m.worlds * (particle_elements + body_rows),
+            inputs=[m.worlds, particle_elements, skip_tets, m.data, m.body_data, self.bjac, self.jac, self.dt, self.body_x_start, self.body_v, particle_impulse, body_impulse, x],
+            outputs=[y],
+            device=dev,
+        )
 
     def _scatter(self, x: wp.array, tet_force: wp.array | None = None) -> None:
         """Per-particle and per-body impulses Jᵀx; with ``tet_force`` the tets' part is read from it (primal step)."""
