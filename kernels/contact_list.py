@@ -9,6 +9,12 @@ Pairs beyond the capacity are dropped and counted per world (``overflow``), whic
 
 Four launches per step, no host round trip, fixed sizes (graph capture): count candidates per particle, a per-world
 running sum (one thread per world, so the order is deterministic), clear the slots, write the list.
+
+Finding the candidates: with few shapes every particle tests every shape (a bounding sphere first). With many
+(``softsnake/sim/contact_list.py``, ``BVH_MIN_SHAPES``) a BVH over the bounded shapes' boxes returns the shapes near
+the particle's path this step; planes are always tested, and so are the pairs of the previous list that lie outside
+that box (they can stay candidates through a carried λ_n > 0). The same pair test decides in both cases, and each
+particle's run is sorted by shape afterwards, so the list is the same as the full scan's.
 """
 
 import warp as wp
@@ -85,6 +91,50 @@ def listed_slot(
     return -2
 
 
+@wp.func
+def query_box_low(m: ModelData, contact: ContactSettings, h: float, x0: wp.vec3, v_lin: wp.vec3, v: wp.vec3, p: int) -> wp.vec3:
+    """Lower corner of the box around the particle's two positions of the step (x⁻ + h·ṽ, x⁻ + h·v⁻), widened by its
+    radius and the contact margin [m]: a shape with a gap ≤ margin at either position has a point inside it."""
+    xa = x0 + v * h
+    xb = x0 + v_lin * h
+    e = m.particle_radius[p] + contact.margin
+    return wp.vec3(wp.min(xa[0], xb[0]) - e, wp.min(xa[1], xb[1]) - e, wp.min(xa[2], xb[2]) - e)
+
+
+@wp.func
+def query_box_high(m: ModelData, contact: ContactSettings, h: float, x0: wp.vec3, v_lin: wp.vec3, v: wp.vec3, p: int) -> wp.vec3:
+    """Upper corner of the box of query_box_low."""
+    xa = x0 + v * h
+    xb = x0 + v_lin * h
+    e = m.particle_radius[p] + contact.margin
+    return wp.vec3(wp.max(xa[0], xb[0]) + e, wp.max(xa[1], xb[1]) + e, wp.max(xa[2], xb[2]) + e)
+
+
+@wp.func
+def shape_box_meets(m: ModelData, s: int, low: wp.vec3, high: wp.vec3) -> bool:
+    """The box of shape s's bounding sphere overlaps [low, high] (False for unbounded shapes). The BVH's boxes are
+    these boxes slightly enlarged, so every shape this accepts is among a BVH query's results."""
+    bound = shape_bounding_radius(m.shape_type[s], m.shape_params[s])
+    if bound < 0.0:
+        return False
+    c = m.shape_pos[s]
+    for a in range(3):
+        if c[a] + bound < low[a] or c[a] - bound > high[a]:
+            return False
+    return True
+
+
+@wp.struct
+class ShapeBvh:
+    """BVH over the bounded static shapes (item → shape), the unbounded ones (planes) listed apart; ``active`` = 0:
+    scan every shape instead."""
+
+    active: int
+    id: wp.uint64
+    item_shape: wp.array(dtype=int)
+    unbounded: wp.array(dtype=int)
+
+
 @wp.kernel
 def count_contact_candidates(
     # Model:
@@ -99,6 +149,7 @@ def count_contact_candidates(
     old_first: wp.array(dtype=int),
     old_num: wp.array(dtype=int),
     old_shape: wp.array(dtype=int),
+    bvh: ShapeBvh,
     # Out:
     count: wp.array(dtype=int),  # candidates per (world, particle)
 ):
@@ -106,10 +157,29 @@ def count_contact_candidates(
     w = tid // m.particle_count
     p = tid - w * m.particle_count
     c = int(0)
-    if m.particle_inv_mass[p] > 0.0:
+    x0 = x_start[tid]
+    if m.particle_inv_mass[p] > 0.0 and bvh.active == 0:
         for s in range(m.shape_count):
-            if listed_slot(m, contact, h, x_start[tid], v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s) > -2:
+            if listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s) > -2:
                 c += 1
+    elif m.particle_inv_mass[p] > 0.0:
+        low = query_box_low(m, contact, h, x0, v_lin[tid], v[tid], p)
+        high = query_box_high(m, contact, h, x0, v_lin[tid], v[tid], p)
+        for u in range(bvh.unbounded.shape[0]):
+            if listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, bvh.unbounded[u]) > -2:
+                c += 1
+        query = wp.bvh_query_aabb(bvh.id, low, high)
+        item = int(0)
+        while wp.bvh_query_next(query, item):
+            s = bvh.item_shape[item]
+            if shape_box_meets(m, s, low, high):
+                if listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s) > -2:
+                    c += 1
+        for k in range(old_first[tid], old_first[tid] + old_num[tid]):
+            s = old_shape[w * m.contact_count + k]
+            if shape_bounding_radius(m.shape_type[s], m.shape_params[s]) >= 0.0 and not shape_box_meets(m, s, low, high):
+                if listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s) > -2:
+                    c += 1
     count[tid] = c
 
 
@@ -152,6 +222,59 @@ def clear_contact_slots(
         lam[row0 + r] = 0.0
 
 
+@wp.func
+def fill_slot(
+    m: ModelData,
+    w: int,
+    p: int,
+    s: int,
+    k: int,
+    slot: int,
+    lam_prev: wp.array(dtype=float),
+    lam_n_prev_old: wp.array(dtype=float),
+    jac: Jacobian,
+    lam: wp.array(dtype=float),
+    contact_lam_n_prev: wp.array(dtype=float),
+):
+    """Pair (p, s) into ``slot`` of world w (nothing beyond the capacity) with what its previous slot k carried (k < 0:
+    a new pair, zero multipliers as cleared)."""
+    K = m.contact_count
+    if slot < K:
+        jac.contact_particle[w * K + slot] = p
+        jac.contact_shape[w * K + slot] = s
+        if k >= 0:
+            for r in range(3):
+                lam[contact_row0(m, w, slot) + r] = lam_prev[contact_row0(m, w, k) + r]
+            contact_lam_n_prev[w * K + slot] = lam_n_prev_old[w * K + k]
+
+
+@wp.func
+def sort_run_by_shape(m: ModelData, w: int, begin: int, end: int, jac: Jacobian, lam: wp.array(dtype=float), contact_lam_n_prev: wp.array(dtype=float)):
+    """Insertion sort of one particle's slots [begin, end) by shape index, moving each pair's multipliers with it: the
+    order of the full scan (runs are a few slots long)."""
+    K = m.contact_count
+    for i in range(begin + 1, end):
+        j = i
+        while j > begin:
+            a = w * K + j - 1
+            b = w * K + j
+            if jac.contact_shape[a] <= jac.contact_shape[b]:
+                break
+            ts = jac.contact_shape[a]
+            jac.contact_shape[a] = jac.contact_shape[b]
+            jac.contact_shape[b] = ts
+            tl = contact_lam_n_prev[a]
+            contact_lam_n_prev[a] = contact_lam_n_prev[b]
+            contact_lam_n_prev[b] = tl
+            ra = contact_row0(m, w, j - 1)
+            rb = contact_row0(m, w, j)
+            for r in range(3):
+                t = lam[ra + r]
+                lam[ra + r] = lam[rb + r]
+                lam[rb + r] = t
+            j -= 1
+
+
 @wp.kernel
 def write_contact_list(
     # Model:
@@ -168,30 +291,52 @@ def write_contact_list(
     old_num: wp.array(dtype=int),
     old_shape: wp.array(dtype=int),
     offset: wp.array(dtype=int),
+    bvh: ShapeBvh,
     # Out:
     jac: Jacobian,
     lam: wp.array(dtype=float),
     contact_lam_n_prev: wp.array(dtype=float),
 ):
-    """The candidates of (world, particle) into their slots, each with the multipliers it carried (same test as
-    count_contact_candidates, so the counts match)."""
+    """The candidates of (world, particle) into their slots, each with the multipliers it carried (same test and
+    enumeration as count_contact_candidates, so the counts match)."""
     tid = wp.tid()
     w = tid // m.particle_count
     p = tid - w * m.particle_count
     K = m.contact_count
     first = offset[tid]
     slot = first
-    if m.particle_inv_mass[p] > 0.0:
+    x0 = x_start[tid]
+    if m.particle_inv_mass[p] > 0.0 and bvh.active == 0:
         for s in range(m.shape_count):
-            k = listed_slot(m, contact, h, x_start[tid], v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s)
+            k = listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s)
             if k > -2:
-                if slot < K:
-                    jac.contact_particle[w * K + slot] = p
-                    jac.contact_shape[w * K + slot] = s
-                    if k >= 0:
-                        for r in range(3):
-                            lam[contact_row0(m, w, slot) + r] = lam_prev[contact_row0(m, w, k) + r]
-                        contact_lam_n_prev[w * K + slot] = lam_n_prev_old[w * K + k]
+                fill_slot(m, w, p, s, k, slot, lam_prev, lam_n_prev_old, jac, lam, contact_lam_n_prev)
                 slot += 1
+    elif m.particle_inv_mass[p] > 0.0:
+        low = query_box_low(m, contact, h, x0, v_lin[tid], v[tid], p)
+        high = query_box_high(m, contact, h, x0, v_lin[tid], v[tid], p)
+        for u in range(bvh.unbounded.shape[0]):
+            s = bvh.unbounded[u]
+            k = listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s)
+            if k > -2:
+                fill_slot(m, w, p, s, k, slot, lam_prev, lam_n_prev_old, jac, lam, contact_lam_n_prev)
+                slot += 1
+        query = wp.bvh_query_aabb(bvh.id, low, high)
+        item = int(0)
+        while wp.bvh_query_next(query, item):
+            s = bvh.item_shape[item]
+            if shape_box_meets(m, s, low, high):
+                k = listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s)
+                if k > -2:
+                    fill_slot(m, w, p, s, k, slot, lam_prev, lam_n_prev_old, jac, lam, contact_lam_n_prev)
+                    slot += 1
+        for kk in range(old_first[tid], old_first[tid] + old_num[tid]):
+            s = old_shape[w * K + kk]
+            if shape_bounding_radius(m.shape_type[s], m.shape_params[s]) >= 0.0 and not shape_box_meets(m, s, low, high):
+                k = listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s)
+                if k > -2:
+                    fill_slot(m, w, p, s, k, slot, lam_prev, lam_n_prev_old, jac, lam, contact_lam_n_prev)
+                    slot += 1
+        sort_run_by_shape(m, w, wp.min(first, K), wp.min(slot, K), jac, lam, contact_lam_n_prev)
     jac.contact_first[tid] = wp.min(first, K)
     jac.contact_num[tid] = wp.min(slot, K) - wp.min(first, K)

@@ -145,3 +145,37 @@ def test_snake_checkpoint_of_the_dense_layout_resumes(tmp_path):
             s.set_pressure_targets(targets)
             s.step()
     assert np.allclose(resumed.state.particle_q.numpy(), sim.state.particle_q.numpy(), rtol=0.0, atol=1e-6)
+
+
+def _cube_on_a_bed_of_posts(bvh_min_shapes, monkeypatch, steps=30):
+    """A soft cube settling on 36 small posts and a sphere (particles touching up to several shapes at once)."""
+    import softsnake.sim.contact_list as contact_list
+
+    monkeypatch.setattr(contact_list, "BVH_MIN_SHAPES", bvh_min_shapes)
+    b = ss.ModelBuilder()
+    V.soft_cube(b, 0.04, 4, youngs=1e5, z=0.035, vel=(0.05, 0.02, 0.0))
+    b.add_ground_plane(mu=0.4)
+    for i in range(6):
+        for j in range(6):
+            b.add_shape_box(-1, (0.004, 0.004, 0.015), pos=(-0.03 + 0.012 * i, -0.03 + 0.012 * j, 0.015), mu=0.5)
+    b.add_shape_sphere(-1, 0.01, pos=(0.0, 0.0, 0.035), mu=0.3)
+    model = b.finalize(device=TEST_DEVICE, contact_capacity=400)
+    state = model.state()
+    solver = ss.Solver(model)
+    for _ in range(steps):
+        solver.step(state)
+    normal, _ = solver.contact_impulses()
+    return solver, state, normal
+
+
+def test_bvh_broadphase_gives_the_list_of_the_full_scan(monkeypatch):
+    """With a BVH over the shapes (the default from BVH_MIN_SHAPES bounded shapes on) the candidates, their slot order
+    and so the whole run are those of testing every particle against every shape."""
+    scan, scan_state, scan_normal = _cube_on_a_bed_of_posts(10**9, monkeypatch)
+    bvh, bvh_state, bvh_normal = _cube_on_a_bed_of_posts(1, monkeypatch)
+    assert scan.contact_list.bvh.active == 0 and bvh.contact_list.bvh.active == 1
+    assert ((bvh_normal > 0).sum(axis=2) > 1).sum() >= 5  # particles pressing on two shapes at once: the runs are sorted
+    assert (bvh_normal[..., 1:37] > 0).any()  # the posts carry the cube
+    np.testing.assert_array_equal(bvh_state.particle_q.numpy(), scan_state.particle_q.numpy())
+    np.testing.assert_array_equal(bvh_normal, scan_normal)
+    assert _cube_on_a_bed_of_posts(16, monkeypatch, steps=1)[0].contact_list.bvh.active == 1  # 37 bounded shapes

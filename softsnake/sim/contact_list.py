@@ -12,6 +12,11 @@ import numpy as np
 import warp as wp
 
 from softsnake.kernels import contact_list as kcl
+from softsnake.kernels.types import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_SPHERE
+
+#: with at least this many bounded static shapes the candidates come from a BVH over the shapes instead of a scan of
+#: every shape (kernels/contact_list.py; the same list either way)
+BVH_MIN_SHAPES = 16
 
 
 class ContactCapacityExceeded(RuntimeError):
@@ -52,6 +57,31 @@ class ContactList:
         self.overflow = wp.zeros(W, dtype=int, device=dev)
         # with a slot for every pair the list cannot overflow, and the check's read-back is skipped
         self.bounded = K < n * m.shape_count
+        self.bvh = self._shape_bvh()
+
+    def _shape_bvh(self) -> kcl.ShapeBvh:
+        """A BVH over the bounding-sphere boxes of the bounded static shapes (enlarged by a relative 1e-4, so that
+        every shape the kernels' own box test accepts is among its results), when there are BVH_MIN_SHAPES of them."""
+        m, dev = self.s.model, self.s.model.device
+        data = m.data
+        S = m.shape_count
+        kinds = data.shape_type.numpy()[:S]
+        params = data.shape_params.numpy()[:S].astype(np.float64)
+        bound = shape_bounding_radii(kinds, params)
+        bounded = np.nonzero(bound >= 0.0)[0].astype(np.int32)
+        i32 = lambda a: wp.array(np.asarray(a, dtype=np.int32), dtype=int, device=dev)  # noqa: E731
+        bvh = kcl.ShapeBvh()
+        bvh.active = int(len(bounded) >= BVH_MIN_SHAPES)
+        bvh.unbounded = i32(np.nonzero(bound < 0.0)[0])
+        bvh.item_shape = i32(bounded)
+        bvh.id = wp.uint64(0)
+        self._bvh = None
+        if bvh.active:
+            centre = data.shape_pos.numpy()[:S].astype(np.float64)[bounded]
+            reach = (bound[bounded] * (1.0 + 1e-4) + 1e-6)[:, None]
+            self._bvh = wp.Bvh(wp.array(centre - reach, dtype=wp.vec3, device=dev), wp.array(centre + reach, dtype=wp.vec3, device=dev))
+            bvh.id = self._bvh.id
+        return bvh
 
     def relist(self) -> None:
         """This step's candidates into the slots, carrying the multipliers of pairs that stay (after the prediction and
@@ -66,13 +96,13 @@ class ContactList:
             wp.copy(dst, src)
         old = [self.old_first, self.old_num, self.old_shape]
         state_in = [s.x_start, s.v_start, s.v, self.lam_prev]
-        wp.launch(kcl.count_contact_candidates, dim=W * m.particle_count, inputs=[data, cs, s.dt, *state_in, *old], outputs=[self.count], device=dev)
+        wp.launch(kcl.count_contact_candidates, dim=W * m.particle_count, inputs=[data, cs, s.dt, *state_in, *old, self.bvh], outputs=[self.count], device=dev)
         wp.launch(kcl.contact_list_offsets, dim=W, inputs=[m.particle_count, m.contact_count, self.count], outputs=[self.offset, self.overflow], device=dev)
         wp.launch(kcl.clear_contact_slots, dim=W * m.contact_count, inputs=[data, jac], outputs=[s.lam, s.contact_lam_n_prev], device=dev)
         wp.launch(
             kcl.write_contact_list,
             dim=W * m.particle_count,
-            inputs=[data, cs, s.dt, *state_in, self.old_lam_n, *old, self.offset],
+            inputs=[data, cs, s.dt, *state_in, self.old_lam_n, *old, self.offset, self.bvh],
             outputs=[jac, s.lam, s.contact_lam_n_prev],
             device=dev,
         )
@@ -117,3 +147,16 @@ class ContactList:
         w, k = np.nonzero(p >= 0)
         out[w, p[w, k], sh[w, k]] = lam[w, k]
         return out
+
+
+def shape_bounding_radii(kinds: np.ndarray, params: np.ndarray) -> np.ndarray:
+    """Radius [m] of a sphere about each shape's position that encloses it, −1 for planes (kernels/contact.py,
+    shape_bounding_radius)."""
+    bound = np.full(len(kinds), -1.0)
+    p = np.asarray(params, dtype=np.float64).reshape(-1, 3)
+    box, sphere, capsule, cylinder = (kinds == SHAPE_BOX), (kinds == SHAPE_SPHERE), (kinds == SHAPE_CAPSULE), (kinds == SHAPE_CYLINDER)
+    bound[box] = np.linalg.norm(p[box], axis=1)
+    bound[sphere] = p[sphere, 0]
+    bound[capsule] = p[capsule, 0] + p[capsule, 1]
+    bound[cylinder] = np.hypot(p[cylinder, 0], p[cylinder, 1])
+    return bound
