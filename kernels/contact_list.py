@@ -8,7 +8,8 @@ its multipliers (t1, t2, n) and its previous normal impulse across the re-listin
 Pairs beyond the capacity are dropped and counted per world (``overflow``), which the solver reports after the step.
 
 Four launches per step, no host round trip, fixed sizes (graph capture): count candidates per particle, a per-world
-running sum (one thread per world, so the order is deterministic), clear the slots, write the list.
+running sum (one thread per world, so the order is deterministic), clear the slots, write the list (the count and
+the write are one kernel, so they enumerate the same pairs).
 
 Finding the candidates: with few shapes every particle tests every shape (a bounding sphere first). With many
 (``softsnake/sim/contact_list.py``, ``BVH_MIN_SHAPES``) a BVH over the bounded shapes' boxes returns the shapes near
@@ -81,7 +82,7 @@ def listed_slot(
     s: int,
 ) -> int:
     """−2 if pair (p, s) of world w is no candidate this step, else the slot it held in the previous list (−1: none).
-    The one test behind both count_contact_candidates and write_contact_list, so their counts agree."""
+    The one test behind list_contact_candidates' count and write passes, so they agree."""
     k = carried_slot(old_first, old_num, old_shape, w * m.contact_count, s)
     lam_n = float(0.0)
     if k >= 0:
@@ -133,54 +134,6 @@ class ShapeBvh:
     id: wp.uint64
     item_shape: wp.array(dtype=int)
     unbounded: wp.array(dtype=int)
-
-
-@wp.kernel
-def count_contact_candidates(
-    # Model:
-    m: ModelData,
-    contact: ContactSettings,
-    h: float,
-    # State in:
-    x_start: wp.array(dtype=wp.vec3),
-    v_lin: wp.array(dtype=wp.vec3),
-    v: wp.array(dtype=wp.vec3),
-    lam_prev: wp.array(dtype=float),  # the multipliers as carried (previous list's layout)
-    old_first: wp.array(dtype=int),
-    old_num: wp.array(dtype=int),
-    old_shape: wp.array(dtype=int),
-    bvh: ShapeBvh,
-    # Out:
-    count: wp.array(dtype=int),  # candidates per (world, particle)
-):
-    tid = wp.tid()
-    w = tid // m.particle_count
-    p = tid - w * m.particle_count
-    c = int(0)
-    x0 = x_start[tid]
-    if m.particle_inv_mass[p] > 0.0 and bvh.active == 0:
-        for s in range(m.shape_count):
-            if listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s) > -2:
-                c += 1
-    elif m.particle_inv_mass[p] > 0.0:
-        low = query_box_low(m, contact, h, x0, v_lin[tid], v[tid], p)
-        high = query_box_high(m, contact, h, x0, v_lin[tid], v[tid], p)
-        for u in range(bvh.unbounded.shape[0]):
-            if listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, bvh.unbounded[u]) > -2:
-                c += 1
-        query = wp.bvh_query_aabb(bvh.id, low, high)
-        item = int(0)
-        while wp.bvh_query_next(query, item):
-            s = bvh.item_shape[item]
-            if shape_box_meets(m, s, low, high):
-                if listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s) > -2:
-                    c += 1
-        for k in range(old_first[tid], old_first[tid] + old_num[tid]):
-            s = old_shape[w * m.contact_count + k]
-            if shape_bounding_radius(m.shape_type[s], m.shape_params[s]) >= 0.0 and not shape_box_meets(m, s, low, high):
-                if listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s) > -2:
-                    c += 1
-    count[tid] = c
 
 
 @wp.kernel
@@ -275,8 +228,39 @@ def sort_run_by_shape(m: ModelData, w: int, begin: int, end: int, jac: Jacobian,
             j -= 1
 
 
+@wp.func
+def take_candidate(
+    m: ModelData,
+    contact: ContactSettings,
+    h: float,
+    x0: wp.vec3,
+    v_lin: wp.vec3,
+    v: wp.vec3,
+    lam_prev: wp.array(dtype=float),
+    lam_n_prev_old: wp.array(dtype=float),
+    old_first: int,
+    old_num: int,
+    old_shape: wp.array(dtype=int),
+    w: int,
+    p: int,
+    s: int,
+    slot: int,
+    write: int,
+    jac: Jacobian,
+    lam: wp.array(dtype=float),
+    contact_lam_n_prev: wp.array(dtype=float),
+) -> int:
+    """If pair (p, s) is a candidate: write it into ``slot`` (write = 1) and return the next slot; else ``slot``."""
+    k = listed_slot(m, contact, h, x0, v_lin, v, lam_prev, old_first, old_num, old_shape, w, p, s)
+    if k > -2:
+        if write != 0:
+            fill_slot(m, w, p, s, k, slot, lam_prev, lam_n_prev_old, jac, lam, contact_lam_n_prev)
+        return slot + 1
+    return slot
+
+
 @wp.kernel
-def write_contact_list(
+def list_contact_candidates(
     # Model:
     m: ModelData,
     contact: ContactSettings,
@@ -285,58 +269,57 @@ def write_contact_list(
     x_start: wp.array(dtype=wp.vec3),
     v_lin: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.vec3),
-    lam_prev: wp.array(dtype=float),
+    lam_prev: wp.array(dtype=float),  # the multipliers as carried (previous list's layout)
     lam_n_prev_old: wp.array(dtype=float),
     old_first: wp.array(dtype=int),
     old_num: wp.array(dtype=int),
     old_shape: wp.array(dtype=int),
-    offset: wp.array(dtype=int),
     bvh: ShapeBvh,
+    write: int,  # 0: count the candidates per (world, particle); 1: write them from ``offset`` on
+    offset: wp.array(dtype=int),
     # Out:
+    count: wp.array(dtype=int),
     jac: Jacobian,
     lam: wp.array(dtype=float),
     contact_lam_n_prev: wp.array(dtype=float),
 ):
-    """The candidates of (world, particle) into their slots, each with the multipliers it carried (same test and
-    enumeration as count_contact_candidates, so the counts match)."""
+    """The candidates of (world, particle), each with the multipliers it carried. Launched twice per step, to count
+    and then to write, with one enumeration, so the counts match the slots."""
     tid = wp.tid()
     w = tid // m.particle_count
     p = tid - w * m.particle_count
     K = m.contact_count
-    first = offset[tid]
+    first = int(0)
+    if write != 0:
+        first = offset[tid]
     slot = first
     x0 = x_start[tid]
+    xl = v_lin[tid]
+    xv = v[tid]
+    f0 = old_first[tid]
+    n0 = old_num[tid]
     if m.particle_inv_mass[p] > 0.0 and bvh.active == 0:
         for s in range(m.shape_count):
-            k = listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s)
-            if k > -2:
-                fill_slot(m, w, p, s, k, slot, lam_prev, lam_n_prev_old, jac, lam, contact_lam_n_prev)
-                slot += 1
+            slot = take_candidate(m, contact, h, x0, xl, xv, lam_prev, lam_n_prev_old, f0, n0, old_shape, w, p, s, slot, write, jac, lam, contact_lam_n_prev)
     elif m.particle_inv_mass[p] > 0.0:
-        low = query_box_low(m, contact, h, x0, v_lin[tid], v[tid], p)
-        high = query_box_high(m, contact, h, x0, v_lin[tid], v[tid], p)
+        low = query_box_low(m, contact, h, x0, xl, xv, p)
+        high = query_box_high(m, contact, h, x0, xl, xv, p)
         for u in range(bvh.unbounded.shape[0]):
-            s = bvh.unbounded[u]
-            k = listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s)
-            if k > -2:
-                fill_slot(m, w, p, s, k, slot, lam_prev, lam_n_prev_old, jac, lam, contact_lam_n_prev)
-                slot += 1
+            slot = take_candidate(m, contact, h, x0, xl, xv, lam_prev, lam_n_prev_old, f0, n0, old_shape, w, p, bvh.unbounded[u], slot, write, jac, lam, contact_lam_n_prev)
         query = wp.bvh_query_aabb(bvh.id, low, high)
         item = int(0)
         while wp.bvh_query_next(query, item):
             s = bvh.item_shape[item]
             if shape_box_meets(m, s, low, high):
-                k = listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s)
-                if k > -2:
-                    fill_slot(m, w, p, s, k, slot, lam_prev, lam_n_prev_old, jac, lam, contact_lam_n_prev)
-                    slot += 1
-        for kk in range(old_first[tid], old_first[tid] + old_num[tid]):
+                slot = take_candidate(m, contact, h, x0, xl, xv, lam_prev, lam_n_prev_old, f0, n0, old_shape, w, p, s, slot, write, jac, lam, contact_lam_n_prev)
+        for kk in range(f0, f0 + n0):
             s = old_shape[w * K + kk]
             if shape_bounding_radius(m.shape_type[s], m.shape_params[s]) >= 0.0 and not shape_box_meets(m, s, low, high):
-                k = listed_slot(m, contact, h, x0, v_lin[tid], v[tid], lam_prev, old_first[tid], old_num[tid], old_shape, w, p, s)
-                if k > -2:
-                    fill_slot(m, w, p, s, k, slot, lam_prev, lam_n_prev_old, jac, lam, contact_lam_n_prev)
-                    slot += 1
-        sort_run_by_shape(m, w, wp.min(first, K), wp.min(slot, K), jac, lam, contact_lam_n_prev)
-    jac.contact_first[tid] = wp.min(first, K)
-    jac.contact_num[tid] = wp.min(slot, K) - wp.min(first, K)
+                slot = take_candidate(m, contact, h, x0, xl, xv, lam_prev, lam_n_prev_old, f0, n0, old_shape, w, p, s, slot, write, jac, lam, contact_lam_n_prev)
+        if write != 0:
+            sort_run_by_shape(m, w, wp.min(first, K), wp.min(slot, K), jac, lam, contact_lam_n_prev)
+    if write != 0:
+        jac.contact_first[tid] = wp.min(first, K)
+        jac.contact_num[tid] = wp.min(slot, K) - wp.min(first, K)
+    else:
+        count[tid] = slot

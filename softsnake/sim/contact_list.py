@@ -96,16 +96,12 @@ class ContactList:
             wp.copy(dst, src)
         old = [self.old_first, self.old_num, self.old_shape]
         state_in = [s.x_start, s.v_start, s.v, self.lam_prev]
-        wp.launch(kcl.count_contact_candidates, dim=W * m.particle_count, inputs=[data, cs, s.dt, *state_in, *old, self.bvh], outputs=[self.count], device=dev)
+        pass_args = [data, cs, s.dt, *state_in, self.old_lam_n, *old, self.bvh]
+        outputs = [self.count, jac, s.lam, s.contact_lam_n_prev]
+        wp.launch(kcl.list_contact_candidates, dim=W * m.particle_count, inputs=[*pass_args, 0, self.offset], outputs=outputs, device=dev)
         wp.launch(kcl.contact_list_offsets, dim=W, inputs=[m.particle_count, m.contact_count, self.count], outputs=[self.offset, self.overflow], device=dev)
         wp.launch(kcl.clear_contact_slots, dim=W * m.contact_count, inputs=[data, jac], outputs=[s.lam, s.contact_lam_n_prev], device=dev)
-        wp.launch(
-            kcl.write_contact_list,
-            dim=W * m.particle_count,
-            inputs=[data, cs, s.dt, *state_in, self.old_lam_n, *old, self.offset, self.bvh],
-            outputs=[jac, s.lam, s.contact_lam_n_prev],
-            device=dev,
-        )
+        wp.launch(kcl.list_contact_candidates, dim=W * m.particle_count, inputs=[*pass_args, 1, self.offset], outputs=outputs, device=dev)
 
     def overflowing_worlds(self) -> dict[int, int]:
         """{world: candidates found} for the worlds whose last list overflowed (a host read; none when unbounded)."""
