@@ -1,6 +1,6 @@
 """Compile every softsnake kernel module for a CUDA architecture ahead of time, on a machine without a GPU.
 
-Warp compiles kernels on first use, and on a GPU machine the CUDA compile of all modules takes ~2 minutes of one core.
+Warp compiles kernels on first use, and on a GPU machine the CUDA compile of all modules takes ~3 minutes of one core.
 This fills Warp's kernel cache (``WARP_CACHE_PATH``, default ``~/.cache/warp``) with the cubins instead, e.g. on a
 cluster's login node, for every block size the solver launches with on a GPU. Copy the cache directory to the GPU
 machine, or share it, and point ``WARP_CACHE_PATH`` at it there.
