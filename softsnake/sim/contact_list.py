@@ -71,7 +71,7 @@ class ContactList:
         bounded = np.nonzero(bound >= 0.0)[0].astype(np.int32)
         i32 = lambda a: wp.array(np.asarray(a, dtype=np.int32), dtype=int, device=dev)  # noqa: E731
         bvh = kcl.ShapeBvh()
-        bvh.active = int(len(bounded) >= BVH_MIN_SHAPES)
+        bvh.active = int(len(bounded) >= BVH_MIN_SHAPES and m.contact_count > 0 and m.particle_count > 0)
         bvh.unbounded = i32(np.nonzero(bound < 0.0)[0])
         bvh.item_shape = i32(bounded)
         bvh.id = wp.uint64(0)
