@@ -93,22 +93,15 @@ def listed_slot(
 
 
 @wp.func
-def query_box_low(m: ModelData, contact: ContactSettings, h: float, x0: wp.vec3, v_lin: wp.vec3, v: wp.vec3, p: int) -> wp.vec3:
-    """Lower corner of the box around the particle's two positions of the step (x⁻ + h·ṽ, x⁻ + h·v⁻), widened by its
-    radius and the contact margin [m]: a shape with a gap ≤ margin at either position has a point inside it."""
+def query_box(m: ModelData, contact: ContactSettings, h: float, x0: wp.vec3, v_lin: wp.vec3, v: wp.vec3, p: int):
+    """(low, high) corners of the box around the particle's two positions of the step (x⁻ + h·ṽ, x⁻ + h·v⁻), widened by
+    its radius and the contact margin [m]: a shape with a gap ≤ margin at either position has a point inside it."""
     xa = x0 + v * h
     xb = x0 + v_lin * h
     e = m.particle_radius[p] + contact.margin
-    return wp.vec3(wp.min(xa[0], xb[0]) - e, wp.min(xa[1], xb[1]) - e, wp.min(xa[2], xb[2]) - e)
-
-
-@wp.func
-def query_box_high(m: ModelData, contact: ContactSettings, h: float, x0: wp.vec3, v_lin: wp.vec3, v: wp.vec3, p: int) -> wp.vec3:
-    """Upper corner of the box of query_box_low."""
-    xa = x0 + v * h
-    xb = x0 + v_lin * h
-    e = m.particle_radius[p] + contact.margin
-    return wp.vec3(wp.max(xa[0], xb[0]) + e, wp.max(xa[1], xb[1]) + e, wp.max(xa[2], xb[2]) + e)
+    low = wp.vec3(wp.min(xa[0], xb[0]) - e, wp.min(xa[1], xb[1]) - e, wp.min(xa[2], xb[2]) - e)
+    high = wp.vec3(wp.max(xa[0], xb[0]) + e, wp.max(xa[1], xb[1]) + e, wp.max(xa[2], xb[2]) + e)
+    return low, high
 
 
 @wp.func
@@ -123,6 +116,14 @@ def shape_box_meets(m: ModelData, s: int, low: wp.vec3, high: wp.vec3) -> bool:
         if c[a] + bound < low[a] or c[a] - bound > high[a]:
             return False
     return True
+
+
+@wp.kernel
+def shape_bounds(m: ModelData, bound: wp.array(dtype=float)):
+    """Bounding radius of every static shape (−1: unbounded), for building the BVH on the host with the very radii
+    that shape_box_meets uses."""
+    s = wp.tid()
+    bound[s] = shape_bounding_radius(m.shape_type[s], m.shape_params[s])
 
 
 @wp.struct
@@ -302,8 +303,7 @@ def list_contact_candidates(
         for s in range(m.shape_count):
             slot = take_candidate(m, contact, h, x0, xl, xv, lam_prev, lam_n_prev_old, f0, n0, old_shape, w, p, s, slot, write, jac, lam, contact_lam_n_prev)
     elif m.particle_inv_mass[p] > 0.0:
-        low = query_box_low(m, contact, h, x0, xl, xv, p)
-        high = query_box_high(m, contact, h, x0, xl, xv, p)
+        low, high = query_box(m, contact, h, x0, xl, xv, p)
         for u in range(bvh.unbounded.shape[0]):
             slot = take_candidate(m, contact, h, x0, xl, xv, lam_prev, lam_n_prev_old, f0, n0, old_shape, w, p, bvh.unbounded[u], slot, write, jac, lam, contact_lam_n_prev)
         query = wp.bvh_query_aabb(bvh.id, low, high)

@@ -12,7 +12,6 @@ import numpy as np
 import warp as wp
 
 from softsnake.kernels import contact_list as kcl
-from softsnake.kernels.types import SHAPE_BOX, SHAPE_CAPSULE, SHAPE_CYLINDER, SHAPE_SPHERE
 
 #: with at least this many bounded static shapes the candidates come from a BVH over the shapes instead of a scan of
 #: every shape (kernels/contact_list.py; the same list either way)
@@ -61,26 +60,29 @@ class ContactList:
 
     def _shape_bvh(self) -> kcl.ShapeBvh:
         """A BVH over the bounding-sphere boxes of the bounded static shapes (enlarged by a relative 1e-4, so that
-        every shape the kernels' own box test accepts is among its results), when there are BVH_MIN_SHAPES of them."""
+        every shape the kernels' own box test accepts is among its results), when there are BVH_MIN_SHAPES of them
+        and particles that can touch them; otherwise an inactive one (the kernels scan every shape)."""
         m, dev = self.s.model, self.s.model.device
-        data = m.data
-        S = m.shape_count
-        kinds = data.shape_type.numpy()[:S]
-        params = data.shape_params.numpy()[:S].astype(np.float64)
-        bound = shape_bounding_radii(kinds, params)
-        bounded = np.nonzero(bound >= 0.0)[0].astype(np.int32)
+        data, S = m.data, m.shape_count
         i32 = lambda a: wp.array(np.asarray(a, dtype=np.int32), dtype=int, device=dev)  # noqa: E731
         bvh = kcl.ShapeBvh()
-        bvh.active = int(len(bounded) >= BVH_MIN_SHAPES and m.contact_count > 0 and m.particle_count > 0)
+        bvh.active, bvh.id = 0, wp.uint64(0)
+        bvh.unbounded = bvh.item_shape = i32([])
+        self._bvh = None
+        if m.contact_count == 0 or m.particle_count == 0 or S < BVH_MIN_SHAPES:
+            return bvh
+        radii = wp.zeros(S, dtype=float, device=dev)
+        wp.launch(kcl.shape_bounds, dim=S, inputs=[data], outputs=[radii], device=dev)  # the kernels' own radii
+        bound = radii.numpy().astype(np.float64)
+        bounded = np.nonzero(bound >= 0.0)[0].astype(np.int32)
+        if len(bounded) < BVH_MIN_SHAPES:
+            return bvh
+        centre = data.shape_pos.numpy()[:S].astype(np.float64)[bounded]
+        reach = (bound[bounded] * (1.0 + 1e-4) + 1e-6)[:, None]
+        self._bvh = wp.Bvh(wp.array(centre - reach, dtype=wp.vec3, device=dev), wp.array(centre + reach, dtype=wp.vec3, device=dev))
+        bvh.active, bvh.id = 1, self._bvh.id
         bvh.unbounded = i32(np.nonzero(bound < 0.0)[0])
         bvh.item_shape = i32(bounded)
-        bvh.id = wp.uint64(0)
-        self._bvh = None
-        if bvh.active:
-            centre = data.shape_pos.numpy()[:S].astype(np.float64)[bounded]
-            reach = (bound[bounded] * (1.0 + 1e-4) + 1e-6)[:, None]
-            self._bvh = wp.Bvh(wp.array(centre - reach, dtype=wp.vec3, device=dev), wp.array(centre + reach, dtype=wp.vec3, device=dev))
-            bvh.id = self._bvh.id
         return bvh
 
     def relist(self) -> None:
@@ -143,16 +145,3 @@ class ContactList:
         w, k = np.nonzero(p >= 0)
         out[w, p[w, k], sh[w, k]] = lam[w, k]
         return out
-
-
-def shape_bounding_radii(kinds: np.ndarray, params: np.ndarray) -> np.ndarray:
-    """Radius [m] of a sphere about each shape's position that encloses it, −1 for planes (kernels/contact.py,
-    shape_bounding_radius)."""
-    bound = np.full(len(kinds), -1.0)
-    p = np.asarray(params, dtype=np.float64).reshape(-1, 3)
-    box, sphere, capsule, cylinder = (kinds == SHAPE_BOX), (kinds == SHAPE_SPHERE), (kinds == SHAPE_CAPSULE), (kinds == SHAPE_CYLINDER)
-    bound[box] = np.linalg.norm(p[box], axis=1)
-    bound[sphere] = p[sphere, 0]
-    bound[capsule] = p[capsule, 0] + p[capsule, 1]
-    bound[cylinder] = np.hypot(p[cylinder, 0], p[cylinder, 1])
-    return bound
