@@ -21,10 +21,15 @@ class ModelData:
 
     particle_inv_mass: wp.array(dtype=float)
     particle_radius: wp.array(dtype=float)
-    # rows acting on each particle (CSR): code = 4·element + local vertex, elements numbered [distance | tet | contact]
+    # rows acting on each particle except its tets (CSR): code = 4·element + local vertex, elements numbered
+    # [distance | tet | contact | attachment | …]
     # (contact slots change every step: they are listed per particle in Jacobian.contact_first/contact_num instead)
     particle_incidence_start: wp.array(dtype=int)
     particle_incidence: wp.array(dtype=int)
+    # the tets of each particle (CSR, code = 4·tet + local vertex), kept apart from the list above so the products
+    # sum a particle's tet terms in one tight run (in the same order as if they sat between its distances and contacts)
+    particle_tet_start: wp.array(dtype=int)
+    particle_tet: wp.array(dtype=int)
 
     distance_i: wp.array(dtype=int)
     distance_j: wp.array(dtype=int)

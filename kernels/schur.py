@@ -207,6 +207,38 @@ def add_contact_transpose_product(acc: wp.vec3, m: ModelData, jac: Jacobian, x: 
 
 
 @wp.func
+def add_tet_transpose_product(
+    acc: wp.vec3,
+    m: ModelData,
+    jac: Jacobian,
+    x: wp.array(dtype=float),
+    tet_force: wp.array(dtype=wp.vec3),
+    use_tet_force: int,
+    w: int,
+    p: int,
+) -> wp.vec3:
+    """acc + Σ J_tᵀ x_t over the tets of particle p in world w, in tet order: from ``tet_force`` (per tet and vertex,
+    already J_tᵀ x_t) when use_tet_force = 1, else from the strain gradients and the tet rows of x."""
+    first = m.particle_tet_start[p]
+    last = m.particle_tet_start[p + 1]
+    if use_tet_force != 0:
+        base = 4 * w * m.tet_count
+        for c in range(first, last):
+            acc += tet_force[base + m.particle_tet[c]]
+    else:
+        rbase = w * m.row_count + m.distance_count
+        for c in range(first, last):
+            code = m.particle_tet[c]
+            t = code // 4
+            R = jac.tet_rotation[w * m.tet_count + t]
+            B = m.tet_rest_inverse[t]
+            xt = load6(x, rbase + 6 * t)
+            for r in range(6):
+                acc += tet_row_gradient(R, B, r, code - 4 * t) * xt[r]
+    return acc
+
+
+@wp.func
 def particle_transpose_product(
     m: ModelData,
     jac: Jacobian,
@@ -216,17 +248,21 @@ def particle_transpose_product(
     w: int,
     p: int,
 ) -> wp.vec3:
-    """(Jᵀ x) of particle p in world w, summed over the particle's incidence list in a fixed order (no atomics, so the
-    result is reproducible and independent of the other worlds). use_tet_force = 1 takes each tet's part from
-    ``tet_force`` (per tet and vertex, already J_tᵀ x_t: the primal step writes it where it computes x_t) instead of
-    recomputing the strain gradients."""
+    """(Jᵀ x) of particle p in world w, summed over the particle's rows in a fixed order (no atomics, so the result is
+    reproducible and independent of the other worlds): distances, tets, contact slots, attachments, body-shape
+    contacts. use_tet_force = 1 takes each tet's part from ``tet_force`` (per tet and vertex, already J_tᵀ x_t: the
+    primal step writes it where it computes x_t) instead of recomputing the strain gradients."""
     rbase = w * m.row_count
     acc = wp.vec3()
-    contacts_pending = int(1)  # the particle's contact slots come after its tets and before its attachments
+    tets_pending = int(1)  # the particle's tets follow its distances
+    contacts_pending = int(1)  # its contact slots come after its tets and before its attachments
     for c in range(m.particle_incidence_start[p], m.particle_incidence_start[p + 1]):
         code = m.particle_incidence[c]
         e = code // 4
         local = code - 4 * e
+        if e >= m.distance_count and tets_pending != 0:
+            acc = add_tet_transpose_product(acc, m, jac, x, tet_force, use_tet_force, w, p)
+            tets_pending = 0
         if e >= m.element_count and contacts_pending != 0:
             acc = add_contact_transpose_product(acc, m, jac, x, w, p)
             contacts_pending = 0
@@ -236,16 +272,6 @@ def particle_transpose_product(
                 acc += n
             else:
                 acc -= n
-        elif e < m.distance_count + m.tet_count:
-            t = e - m.distance_count
-            if use_tet_force != 0:
-                acc += tet_force[4 * (w * m.tet_count + t) + local]
-            else:
-                R = jac.tet_rotation[w * m.tet_count + t]
-                B = m.tet_rest_inverse[t]
-                xt = load6(x, rbase + m.distance_count + 6 * t)
-                for r in range(6):
-                    acc += tet_row_gradient(R, B, r, local) * xt[r]
         elif e < m.element_count + m.attachment_count:
             # particle–body attachment k (elements after the particle families): c = p + R r − x
             row0 = contact_row0(m, w, m.contact_count) + 3 * (e - m.element_count)
@@ -256,6 +282,8 @@ def particle_transpose_product(
             row0 = rbase + m.particle_body_row_start + 3 * k
             F = jac.pb_frame[w * m.particle_body_count + k]
             acc += wp.transpose(F) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
+    if tets_pending != 0:
+        acc = add_tet_transpose_product(acc, m, jac, x, tet_force, use_tet_force, w, p)
     if contacts_pending != 0:
         acc = add_contact_transpose_product(acc, m, jac, x, w, p)
     return acc

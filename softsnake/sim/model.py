@@ -139,9 +139,11 @@ class Model:
         d.particle_body_count = self.particle_body_count
         d.particle_inv_mass = arr(inv_mass, float)
         d.particle_radius = arr(b.particle_radius, float)
-        start, codes = self._incidence(b, n)
+        (start, codes), (tet_start, tet_codes) = self._incidence(b, n)
         d.particle_incidence_start = arr(start, int)
         d.particle_incidence = arr(codes, int)
+        d.particle_tet_start = arr(tet_start, int)
+        d.particle_tet = arr(tet_codes, int)
         ij = np.asarray(b.distance_ij, dtype=np.int32).reshape(-1, 2)
         d.distance_i = arr(ij[:, 0], int)
         d.distance_j = arr(ij[:, 1], int)
@@ -273,7 +275,8 @@ class Model:
         return np.cumsum(start), order
 
     def _incidence(self, b, n: int):
-        """CSR lists of the constraint elements acting on each particle (code = 4·element + local vertex)."""
+        """CSR lists of the constraint elements acting on each particle: all but tets (code = 4·element + local
+        vertex), and tets (code = 4·tet + local vertex), each sorted by code per particle."""
         particles, codes = [], []
         ij = np.asarray(b.distance_ij, dtype=np.int64).reshape(-1, 2)
         e = np.arange(len(ij))
@@ -281,10 +284,8 @@ class Model:
             particles.append(ij[:, local])
             codes.append(4 * e + local)
         tets = np.concatenate(b.tet_indices).astype(np.int64) if b.tet_indices else np.zeros((0, 4), np.int64)
-        e = self.distance_count + np.arange(len(tets))
-        for local in range(4):
-            particles.append(tets[:, local])
-            codes.append(4 * e + local)
+        tet_codes = 4 * np.arange(len(tets))[:, None] + np.arange(4)[None, :]
+        tet_start, tet_order = self._csr(tets.ravel(), tet_codes.ravel(), n)
         # contact slots are not listed: the step's compact list gives each particle its run of slots
         particles.append(np.asarray([a[0] for a in b.attachments], dtype=np.int64))  # attachments follow the particle families
         codes.append(4 * (self.element_count + np.arange(len(b.attachments))))
@@ -293,7 +294,7 @@ class Model:
         codes.append(4 * (self.particle_body_element_start + pb))
         particles, codes = np.concatenate(particles), np.concatenate(codes)
         start, order = self._csr(particles, codes, n)
-        return start, codes[order]
+        return (start, codes[order]), (tet_start, tet_codes.ravel()[tet_order])
 
     # ---------------------------------------------------------------- factories
     def state(self) -> State:
