@@ -207,25 +207,28 @@ def coarse_solve(
     node_body: wp.array(dtype=int),
     node_first: wp.array(dtype=int),
     inverse_start: wp.array(dtype=int),
-    inverse: wp.array(dtype=float),
-    rc: wp.array(dtype=float),
+    inverse: wp.array(dtype=wp.vec4),
+    rc: wp.array(dtype=wp.vec4),
     # Out:
     yc: wp.array(dtype=float),
 ):
-    """yc = A_c⁻¹ rc, one coarse dof per thread (dense rest-frame inverse of the body's block)."""
+    """yc = A_c⁻¹ rc, one coarse dof per thread (dense rest-frame inverse of the body's block). A body's block has a
+    multiple of 4 nodes (coarse_space.py), so its rows and its part of rc are whole vec4s, in units of which
+    ``inverse_start`` counts: four independent chains of multiply-adds, where one serial chain would be bound by the
+    add latency of a single-threaded CPU kernel (fixed order, deterministic)."""
     tid = wp.tid()
     dofs_per_world = 3 * nodes_per_world
     w = tid // dofs_per_world
     i = tid - w * dofs_per_world
     c = node_body[i // 3]
     first = 3 * node_first[c]
-    n = 3 * node_first[c + 1] - first
-    il = i - first
-    base = inverse_start[c] + il * n
-    acc = float(0.0)
-    for j in range(n):
-        acc += inverse[base + j] * rc[w * dofs_per_world + first + j]
-    yc[tid] = acc
+    n4 = (3 * node_first[c + 1] - first) // 4
+    base = inverse_start[c] + (i - first) * n4
+    r0 = (w * dofs_per_world + first) // 4
+    acc = wp.vec4()
+    for j in range(n4):
+        acc += wp.cw_mul(inverse[base + j], rc[r0 + j])
+    yc[tid] = (acc[0] + acc[1]) + (acc[2] + acc[3])
 
 
 @wp.kernel

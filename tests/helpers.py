@@ -28,3 +28,38 @@ def tilted_gravity(theta, axis="x", g=9.81):
 def com(state, model, world=0):
     q = state.particle_q.numpy().reshape(model.worlds, model.particle_count, 3)[world]
     return np.average(q, axis=0, weights=model.particle_mass)
+
+
+def probe_first_linear_solve(sim) -> dict:
+    """Step ``sim`` once and return what the primal step's kernels computed in its first Newton iteration: the saddle
+    right-hand side b (particle and row parts), the matrix-free product A·b, the preconditioner applied to b, and the
+    MINRES solution x of the first linear solve (tests/test_recorded_step.py). These are functions of the step's
+    inputs alone: unlike the velocities at the end of a frame, they do not pass through the friction's stick/slip
+    decisions, which amplify float32 round-off ~10⁴-fold in the snake (a 1-ulp change of the checkpoint moves its
+    end-of-frame velocities by ~1e-3 of their scale)."""
+    import warp as wp
+
+    from softsnake.sim.primal import PrimalStep
+
+    primal = next(v for v in vars(sim.solver).values() if isinstance(v, PrimalStep))
+    out: dict = {}
+    original = PrimalStep.solve
+
+    def solve(self, iterations, it=0):
+        if self is primal and not out:
+            pv, pl = (wp.zeros_like(a) for a in primal.b)
+            zv, zl = (wp.zeros_like(a) for a in primal.b)
+            primal.matvec(*primal.b, pv, pl)
+            primal.precondition(*primal.b, zv, zl)
+            out.update(b_v=primal.b[0].numpy().copy(), b_l=primal.b[1].numpy().copy(), Ab_v=pv.numpy(), Ab_l=pl.numpy(), Pb_v=zv.numpy(), Pb_l=zl.numpy())
+            original(self, iterations, it)
+            out.update(x_v=primal.x[0].numpy().copy(), x_l=primal.x[1].numpy().copy())
+            return None
+        return original(self, iterations, it)
+
+    PrimalStep.solve = solve
+    try:
+        sim.step()
+    finally:
+        PrimalStep.solve = original
+    return out

@@ -10,6 +10,7 @@ import warp as wp
 from helpers import TEST_DEVICE
 
 import softsnake as ss
+from softsnake.kernels import primal as kp
 from softsnake.sim.coarse_space import build_coarse_space
 
 pytestmark = pytest.mark.skipif(TEST_DEVICE != "cpu", reason="dense column-by-column checks read device arrays")
@@ -121,6 +122,42 @@ def test_coarse_space_is_a_partition_of_unity_and_never_finer_than_the_mesh():
     inv = cs.inverse.reshape(60, 60)
     assert np.allclose(inv, inv.T, atol=1e-8 * np.abs(inv).max())
     assert np.linalg.eigvalsh(inv).min() > -1e-8 * np.abs(inv).max()
+
+
+def test_coarse_blocks_are_padded_to_whole_vec4s_and_solved_exactly():
+    # two tets sharing a face: 5 particles on 5 corners of one coarse cell, so 5 nodes, padded to 8 with empty nodes
+    verts = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]], dtype=float) * 0.01
+    tets = np.array([[0, 1, 2, 3], [1, 2, 3, 4]])
+    x = verts[tets]
+    Dm = np.transpose(x[:, 1:] - x[:, :1], (0, 2, 1))
+    assert np.all(np.linalg.det(Dm) > 0.0)
+    cs = build_coarse_space(
+        rest=verts, mass=np.full(5, 1e-3), inv_mass=np.full(5, 1e3), tets=tets, rest_inverse=np.linalg.inv(Dm),
+        volume=np.abs(np.linalg.det(Dm)) / 6, youngs=np.full(2, 1e5), poisson=np.full(2, 0.3), damping=np.zeros(2),
+        h=1.0 / 120.0, cells_long_axis=1,
+    )
+    assert cs.node_count == 8 and list(cs.node_first) == [0, 8]
+    used = np.unique(cs.node_index[cs.node_index >= 0])
+    assert used.size == 5
+    pad = np.setdiff1d(np.arange(8), used)
+    assert np.all(cs.node_start[pad + 1] == cs.node_start[pad])  # padded nodes carry no particle
+    inv = cs.inverse.reshape(24, 24)
+    pad_dofs = (3 * pad[:, None] + np.arange(3)).ravel()
+    assert np.all(inv[pad_dofs] == 0.0) and np.all(inv[:, pad_dofs] == 0.0)
+    # the kernel's vec4 product against numpy, two worlds
+    rc = np.random.default_rng(0).normal(size=(2, 24)).astype(np.float32)
+    rc[:, pad_dofs] = 0.0
+    yc = wp.zeros(48, dtype=float)
+    rcw = wp.array(rc.ravel(), dtype=float)
+    wp.launch(
+        kp.coarse_solve, dim=48,
+        inputs=[8, wp.array(cs.node_body.astype(np.int32), dtype=int), wp.array(cs.node_first.astype(np.int32), dtype=int),
+                wp.array((cs.inverse_start // 4).astype(np.int32), dtype=int), wp.array(inv.astype(np.float32).reshape(-1, 4), dtype=wp.vec4),
+                wp.array(ptr=rcw.ptr, dtype=wp.vec4, shape=(12,), device=rcw.device)],
+        outputs=[yc],
+    )
+    expect = rc.astype(np.float64) @ inv.T
+    assert np.allclose(yc.numpy().reshape(2, 24), expect, rtol=1e-5, atol=1e-6 * np.abs(expect).max())
 
 
 @pytest.mark.parametrize("fem", ["primal", "dual"])

@@ -24,8 +24,9 @@ class CoarseSpace:
     body_of_particle: (n,) soft-body index or −1; body_particle_start/body_particles: CSR of the particles of each body;
     rest: (n, 3) rest positions [m]; node_index (n, 8) global coarse node (−1: none), node_weight (n, 8);
     node_start/node_particles/node_weights: CSR from coarse node to (particle, weight); node_body (nodes,);
-    body_dof_start (bodies + 1,) offsets of each body's block in ``inverse`` (flattened dense blocks, row-major), with
-    body_inverse_start (bodies + 1,) offsets into ``inverse``."""
+    node_first (bodies + 1,) first node of each body, whose block is padded to a multiple of 4 nodes with empty ones
+    (no particles); inverse_start (bodies + 1,) offsets of each body's dense (3·nodes)² block, row-major, in
+    ``inverse``."""
 
     diag: np.ndarray
     eff_inv_mass: np.ndarray
@@ -196,8 +197,11 @@ def build_coarse_space(
                 Prows.append(p)
                 Pcols.append(node)
                 Pvals.append(wgt)
-        node_body.extend([c] * len(used))
-        node_first.append(first + len(used))
+        # each body's node block is padded with empty nodes (no particles, zero rows of the inverse) to a multiple of
+        # 4, so its 3·nodes dofs are whole vec4s in coarse_solve (kernels/primal.py)
+        count = len(used) + (-len(used)) % 4
+        node_body.extend([c] * count)
+        node_first.append(first + count)
     nodes = node_first[-1]
     if nodes:
         P1 = sp.csr_matrix((Pvals, (Prows, Pcols)), shape=(n, nodes))

@@ -109,10 +109,12 @@ class PrimalStep:
         self.node_weights = f32(cs.node_weights)
         self.node_body = i32(cs.node_body if self.nodes else np.zeros(1))
         self.node_first = i32(cs.node_first)
-        self.inverse_start = i32(cs.inverse_start)
-        self.inverse = f32(cs.inverse if cs.inverse.size else np.zeros(1))
+        # the coarse solve reads each body's dense inverse and its part of rc as vec4s (blocks of 4·k nodes)
+        self.inverse_start = i32(cs.inverse_start // 4)
+        self.inverse = wp.array(np.asarray(cs.inverse if cs.inverse.size else np.zeros(4), dtype=np.float32).reshape(-1, 4), dtype=wp.vec4, device=dev)
         self.rotation = wp.zeros(max(W * self.bodies, 1), dtype=wp.mat33, device=dev)
-        self.rc = wp.zeros(max(3 * W * self.nodes, 1), dtype=float, device=dev)
+        self.rc = wp.zeros(max(3 * W * self.nodes, 4), dtype=float, device=dev)
+        self.rc4 = wp.array(ptr=self.rc.ptr, dtype=wp.vec4, shape=(self.rc.shape[0] // 4,), device=dev)  # a view of rc
         self.yc = wp.zeros(max(3 * W * self.nodes, 1), dtype=float, device=dev)
         npw, nr = W * n, W * m.row_count
         vec = lambda: wp.zeros(npw, dtype=wp.vec3, device=dev)  # noqa: E731
@@ -243,7 +245,7 @@ class PrimalStep:
                 block_dim=s.sum_block_dim,
                 device=dev,
             )
-            wp.launch(kp.coarse_solve, dim=3 * W * self.nodes, inputs=[self.nodes, self.node_body, self.node_first, self.inverse_start, self.inverse, self.rc], outputs=[self.yc], device=dev)
+            wp.launch(kp.coarse_solve, dim=3 * W * self.nodes, inputs=[self.nodes, self.node_body, self.node_first, self.inverse_start, self.inverse, self.rc4], outputs=[self.yc], device=dev)
         wp.launch(
             kp.precondition_particles,
             dim=W * n,

@@ -7,6 +7,10 @@ GPU launch changes of 2026-11-24:
 
     git worktree add /tmp/ref 43e9768 && cd /tmp/ref && ln -s ../kernels softsnake/kernels
     PYTHONPATH=/tmp/ref python -P /path/to/tests/data/make_recorded_step.py /path/to/tests/data/recorded_snake_step.npz
+
+``--first-solve`` writes tests/data/recorded_snake_solve.npz from that checkpoint: the first Newton iteration's
+right-hand side, product, preconditioner and linear solve (written at commit 4b5edc2, the same way with /tmp/ref at
+4b5edc2).
 """
 
 import sys
@@ -48,5 +52,29 @@ def main(out: str) -> None:
     )
 
 
+def record_first_solve(step_file: str, out: str) -> None:
+    """Write what the kernels computed in the first Newton iteration of the recorded step (helpers.py,
+    probe_first_linear_solve) to ``out``: recorded_snake_solve.npz, written on the CPU at commit 4b5edc2, whose kernels
+    give the recorded frame bit for bit."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from helpers import probe_first_linear_solve
+
+    quiet_warp()
+    with np.load(step_file) as f:
+        arrays = {k[len("checkpoint_") :]: f[k] for k in f.files if k.startswith("checkpoint_")}
+    checkpoint = Path(out).with_suffix(".checkpoint.npz")
+    np.savez(checkpoint, **arrays)
+    sim = SnakeSim.load(checkpoint)
+    checkpoint.unlink()
+    sim.set_pressure_targets(gait_targets(default_gait(), sim.time, sim.worlds, sim.links))
+    np.savez_compressed(out, **probe_first_linear_solve(sim))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else str(Path(__file__).with_name("recorded_snake_step.npz")))
+    here = Path(__file__).parent
+    if len(sys.argv) > 1 and sys.argv[1] == "--first-solve":
+        # python make_recorded_step.py --first-solve [recorded_snake_step.npz [recorded_snake_solve.npz]]
+        args = sys.argv[2:] + [str(here / "recorded_snake_step.npz"), str(here / "recorded_snake_solve.npz")][len(sys.argv[2:]) :]
+        record_first_solve(args[0], args[1])
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else str(here / "recorded_snake_step.npz"))
