@@ -10,6 +10,7 @@ eager, or replayed with Warp's CPU capture when SOFTSNAKE_CPU_CAPTURE=1).
     python benchmarks/profile_step.py --scene slab --steps 10
     python benchmarks/profile_step.py --scene snake --steps 6 --device cuda
     python benchmarks/profile_step.py --scene slab --json profile.json
+    python benchmarks/profile_step.py --scene snake --steps 4 --replay 200   # + each launch of one MINRES iteration
 """
 
 from __future__ import annotations
@@ -121,8 +122,44 @@ def device_kernel_times(advance, calls: int, device) -> dict[str, tuple[float, i
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
+def iteration_launch_times(solver, repeats: int, device) -> list[tuple[str, float]]:
+    """(kernel, µs) for each launch of one MINRES iteration of ``solver``'s primal step at its current state: the
+    iteration's launches are recorded once (``recorded_launches``) and each command is replayed ``repeats`` times on
+    its own, so Python's launch cost (~2 µs per replay) is all that remains of the host side. The replays change the
+    solver's vectors: run it after the steps that are measured."""
+    from softsnake.sim.primal import PrimalStep, recorded_launches
+
+    primal = next(v for v in vars(solver).values() if isinstance(v, PrimalStep))
+    names: list[str] = []
+    originals = wp.launch, wp.launch_tiled
+
+    def named(fn):
+        def inner(kernel, *a, **k):
+            names.append(getattr(kernel, "key", str(kernel)))
+            return fn(kernel, *a, **k)
+
+        return inner
+
+    wp.launch, wp.launch_tiled = named(originals[0]), named(originals[1])
+    try:
+        with recorded_launches() as ops:
+            primal._minres_iteration()
+    finally:
+        wp.launch, wp.launch_tiled = originals
+    out = []
+    for name, op in zip(names, ops):
+        op()
+        wp.synchronize_device(device)
+        t0 = time.perf_counter()
+        for _ in range(repeats):
+            op()
+        wp.synchronize_device(device)
+        out.append((name, 1e6 * (time.perf_counter() - t0) / repeats))
+    return out
+
+
 def make_scene(scene: str, device: str, graph_capture: bool):
-    """(advance one step, steps per call, description); the snake advances one frame of its substeps."""
+    """(advance one step, steps per call, description, solver); the snake advances one frame of its substeps."""
     import softsnake as ss
     from softsnake.scenes import soft_slab_among_obstacles, soft_slab_on_ground, soft_slab_with_rigid_chain
 
@@ -132,7 +169,7 @@ def make_scene(scene: str, device: str, graph_capture: bool):
         model = builder.finalize(device=device)
         state = model.state()
         solver = ss.Solver(model, dt=1.0 / 120.0, check_finite=False, graph_capture=graph_capture)
-        return (lambda: solver.step(state)), 1, f"{scene}: {model.particle_count} particles, {model.tet_count} tets, {model.row_count} rows"
+        return (lambda: solver.step(state)), 1, f"{scene}: {model.particle_count} particles, {model.tet_count} tets, {model.row_count} rows", solver
     if scene == "snake":
         import dataclasses
 
@@ -150,7 +187,7 @@ def make_scene(scene: str, device: str, graph_capture: bool):
             sim.step()
 
         m = sim.model
-        return frame, cfg.substeps, f"snake: {m.particle_count} particles, {m.tet_count} tets, {m.body_count} bodies, {m.row_count} rows"
+        return frame, cfg.substeps, f"snake: {m.particle_count} particles, {m.tet_count} tets, {m.body_count} bodies, {m.row_count} rows", sim.solver
     raise SystemExit(f"unknown scene {scene!r} (slab, slab+chain, slab+obstacles, snake)")
 
 
@@ -161,6 +198,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=10, help="profiled calls (snake: frames of 2 steps)")
     ap.add_argument("--top", type=int, default=25, help="kernels listed")
     ap.add_argument("--json", help="write the profile to this JSON file")
+    ap.add_argument("--replay", type=int, default=0, metavar="N", help="also time each launch of one MINRES iteration, replayed N times on its own (no Python launch cost)")
     args = ap.parse_args()
     if args.steps < 1:
         ap.error("--steps must be ≥ 1")
@@ -170,7 +208,7 @@ def main() -> None:
     device = wp.get_device(args.device)
     # the unprofiled time is that of the default step (a captured graph on CUDA, and on the CPU with
     # SOFTSNAKE_CPU_CAPTURE=1); the profile runs it eagerly
-    advance, substeps, title = make_scene(args.scene, args.device, graph_capture=True)
+    advance, substeps, title, _ = make_scene(args.scene, args.device, graph_capture=True)
     for _ in range(3):  # compile and settle
         advance()
     wp.synchronize_device(device)
@@ -182,7 +220,7 @@ def main() -> None:
     from softsnake.sim.primal import PrimalStep
 
     PrimalStep.record_iterations = False  # replayed recorded launches would be invisible to the profiler
-    advance, substeps, title = make_scene(args.scene, args.device, graph_capture=False)
+    advance, substeps, title, solver = make_scene(args.scene, args.device, graph_capture=False)
     for _ in range(3):
         advance()
     prof = Profiler(device)
@@ -211,6 +249,12 @@ def main() -> None:
     for kernel, t in sorted(kernel_time.items(), key=lambda kv: -kv[1])[: args.top]:
         print(f"{kernel:40s} {kernel_calls[kernel] / n:14.1f} {1e3 * t / n:9.3f} {100 * t / total:6.1f}%")
     print(f"{'all':40s} {sum(kernel_calls.values()) / n:14.1f} {1e3 * total / n:9.3f}")
+    replayed = iteration_launch_times(solver, args.replay, device) if args.replay > 0 else []
+    if replayed:
+        print(f"\none MINRES iteration, each launch replayed {args.replay} times on its own")
+        for name, us in replayed:
+            print(f"{name:40s} {us:9.1f} µs")
+        print(f"{'all':40s} {sum(us for _, us in replayed):9.1f} µs")
     device_kernels = device_kernel_times(advance, args.steps, device) if device.is_cuda else {}
     if device_kernels:
         gpu_total = sum(t for t, _ in device_kernels.values())
@@ -233,6 +277,7 @@ def main() -> None:
                 phases={p: dict(ms_per_step=1e3 * t / n, launches_per_step=phase_calls[p] / n) for p, t in phase_time.items()},
                 kernels={k: dict(ms_per_step=1e3 * t / n, launches_per_step=kernel_calls[k] / n) for k, t in kernel_time.items()},
                 gpu_kernels={k: dict(gpu_ms_per_step=t / n, launches_per_step=c / n) for k, (t, c) in device_kernels.items()},
+                iteration_launches_us=[dict(kernel=k, us=us) for k, us in replayed],
             ),
         )
     if not np.isfinite(total):
