@@ -354,8 +354,11 @@ class PrimalStep:
             wp.launch(krigid.apply_body_impulses, dim=m.worlds * m.body_count, inputs=[m.body_count, m.body_data, s.body_x_start, s.dt, s.body_impulse, s.body_momentum, s.body_v], device=m.device)
 
     def backtrack(self, it: int, scale: wp.array) -> None:
-        """Halve the last update in worlds whose merit grew, then re-evaluate."""
+        """Halve the last update in worlds whose merit grew, then re-evaluate (skipped where nothing would change,
+        Solver.line_search_idle)."""
         s, m, dev = self.s, self.s.model, self.s.model.device
+        if s.line_search_idle(it):
+            return
         nrows = m.worlds * m.row_count
         wp.launch(kpcr.backtrack_grown, dim=nrows, inputs=[m.row_count, s._res[it], s._res[it - 1], s.dlam], outputs=[s.r], device=dev)
         wp.launch(kpcr.add_to, dim=nrows, inputs=[s.r, s.lam], device=dev)

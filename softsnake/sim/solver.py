@@ -255,6 +255,7 @@ class Solver:
         self.active = wp.zeros(N * W, dtype=int, device=dev)
         self.nonfinite = wp.zeros(W, dtype=int, device=dev)
         self._scratch_res = wp.zeros(W, dtype=float, device=dev)
+        self._host_reads = not dev.is_cuda  # an eager CPU step may read device arrays (host memory) to skip work
         self._warm_bd = wp.zeros(W, dtype=float, device=dev)
         self._warm_dd = wp.zeros(W, dtype=float, device=dev)
 
@@ -304,8 +305,12 @@ class Solver:
             if self._graph is None or self._graph_key != key:
                 # this step runs eagerly (which also loads the kernel modules); the capture only records the launches
                 self._launch_step(state, force, scale, wrench)
-                with wp.ScopedCapture(device=self.model.device) as cap:
-                    self._launch_step(state, force, scale, wrench)
+                self._host_reads = False  # launches being recorded: nothing may depend on values read now
+                try:
+                    with wp.ScopedCapture(device=self.model.device) as cap:
+                        self._launch_step(state, force, scale, wrench)
+                finally:
+                    self._host_reads = not self.model.device.is_cuda
                 self._graph, self._graph_key = cap.graph, key
             else:
                 wp.capture_launch(self._graph)
@@ -527,9 +532,22 @@ class Solver:
             self._apply(self.dlam)
         self._finalize(state)
 
+    def line_search_idle(self, it: int) -> bool:
+        """True where the host can see that the line search after Newton iteration ``it`` has nothing to do: an eager
+        CPU step (device arrays are host memory, no transfer) of a model without rigid bodies in which no world's merit
+        grew. The search then changes nothing (λ += 0, v −= 0) and assembling the rows again gives the same rows, so it
+        is skipped. With rigid bodies it always runs: a zero impulse still re-evaluates a body's ω from its momentum,
+        which moves ω by round-off, so skipping it in some steps would make a world's result depend on whether another
+        world's merit grew. On a GPU, or while a CPU graph is captured, it always runs, per world on the device."""
+        if not self._host_reads or self.model.body_count > 0:
+            return False
+        return not bool(np.any(self._res[it].numpy() > self._res[it - 1].numpy()))
+
     def _backtrack(self, it: int, scale: wp.array) -> None:
         """Globalisation (notes §10): where the last Newton update made the merit ‖φ‖² grow, take back half of it and
         re-evaluate the rows (per world, on the device; ``self.dlam`` still holds the last update)."""
+        if self.line_search_idle(it):
+            return
         m, dev = self.model, self.model.device
         nrows = m.worlds * m.row_count
         wp.launch(kpcr.backtrack_grown, dim=nrows, inputs=[m.row_count, self._res[it], self._res[it - 1], self.dlam], outputs=[self.r], device=dev)
