@@ -70,7 +70,7 @@ def test_one_frame_from_the_recorded_checkpoint_matches_the_recorded_kernels():
     sim, data = recorded_frame()
     now = end_of_frame(sim)
     # how far float32 round-off alone carries the frame: one ulp (1.2e-7) up or down in the checkpoint's positions,
-    # particle velocities or body velocities (measured at 4b5edc2: up to 1.5e-6 / 3.2e-3 / 2.9e-5 / 5.3e-3 of the
+    # particle velocities or body velocities (measured at fd464fc: up to 1.5e-6 / 3.2e-3 / 2.9e-5 / 5.3e-3 of the
     # scales of particle_q / particle_qd / body_q / body_qd)
     spread = {name: 0.0 for name in STATE}
     for array in ("particle_q", "particle_qd", "body_qd"):
