@@ -255,7 +255,6 @@ class Solver:
         self.active = wp.zeros(N * W, dtype=int, device=dev)
         self.nonfinite = wp.zeros(W, dtype=int, device=dev)
         self._scratch_res = wp.zeros(W, dtype=float, device=dev)
-        self._host_reads = not dev.is_cuda  # an eager CPU step may read device arrays (host memory) to skip work
         self._warm_bd = wp.zeros(W, dtype=float, device=dev)
         self._warm_dd = wp.zeros(W, dtype=float, device=dev)
 
@@ -305,12 +304,8 @@ class Solver:
             if self._graph is None or self._graph_key != key:
                 # this step runs eagerly (which also loads the kernel modules); the capture only records the launches
                 self._launch_step(state, force, scale, wrench)
-                self._host_reads = False  # launches being recorded: nothing may depend on values read now
-                try:
-                    with wp.ScopedCapture(device=self.model.device) as cap:
-                        self._launch_step(state, force, scale, wrench)
-                finally:
-                    self._host_reads = not self.model.device.is_cuda
+                with wp.ScopedCapture(device=self.model.device) as cap:
+                    self._launch_step(state, force, scale, wrench)
                 self._graph, self._graph_key = cap.graph, key
             else:
                 wp.capture_launch(self._graph)
@@ -539,7 +534,8 @@ class Solver:
         is skipped. With rigid bodies it always runs: a zero impulse still re-evaluates a body's ω from its momentum,
         which moves ω by round-off, so skipping it in some steps would make a world's result depend on whether another
         world's merit grew. On a GPU, or while a CPU graph is captured, it always runs, per world on the device."""
-        if not self._host_reads or self.model.body_count > 0:
+        dev = self.model.device
+        if dev.is_cuda or dev.is_capturing or self.model.body_count > 0:
             return False
         return not bool(np.any(self._res[it].numpy() > self._res[it - 1].numpy()))
 
