@@ -257,10 +257,11 @@ def minres_update(
 @wp.kernel
 def minres_record(sc: wp.array(dtype=float), done: int, rr: wp.array(dtype=float), iterations: wp.array(dtype=int)):
     """Diagnostics in the solver's PCR layout for one Newton iteration: rr[0] = β₁², rr[done] = φ̄² (the preconditioned
-    residual norms before and after, squared) and the iteration count."""
+    residual norms before and after, squared) and the iteration count. A solve of more iterations than the layout
+    holds (SolverConfig.linear_iterations) records its final residual in the last slot."""
     w = wp.tid()
     base = w * SLOTS
     n = iterations.shape[0]
     rr[w] = sc[base + BETA1] * sc[base + BETA1]
-    rr[done * n + w] = sc[base + PHIBAR] * sc[base + PHIBAR]
+    rr[wp.min(done, rr.shape[0] // n - 1) * n + w] = sc[base + PHIBAR] * sc[base + PHIBAR]
     iterations[w] = done

@@ -10,6 +10,7 @@ import warp as wp
 from helpers import TEST_DEVICE
 
 import softsnake as ss
+from softsnake.kernels import minres as kmr
 from softsnake.kernels import primal as kp
 from softsnake.sim.coarse_space import build_coarse_space
 
@@ -82,6 +83,12 @@ def test_minres_solution_matches_a_direct_solve():
     x = np.concatenate([primal.x[0].numpy().ravel(), primal.x[1].numpy()[keep]]).astype(np.float64)
     dv = slice(0, 3 * n)
     assert np.linalg.norm(x[dv] - direct[dv]) < 1e-2 * np.linalg.norm(direct[dv])  # measured 4.5e-4
+    # 400 iterations against a layout of linear_iterations + 1 slots per Newton iteration: the final residual is
+    # recorded in the last slot of this iteration's block (it was written 380 slots past it, outside the array)
+    L, W = solver.config.linear_iterations, model.worlds
+    phibar = primal.sc.numpy().reshape(W, kmr.SLOTS)[:, kmr.PHIBAR]
+    rr = solver.rr.numpy().reshape(solver.config.newton_iterations, L + 1, W)
+    assert np.array_equal(rr[0, L], (phibar * phibar).astype(np.float32)) and np.all(rr[0, L] > 0.0)
 
 
 def beam_coarse_space(cells, along: int = 30, **kw):
