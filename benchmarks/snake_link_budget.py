@@ -1,8 +1,9 @@
 """Settled curvature of one full-resolution snake link at 4, 5, 6 and 8 psi for a solver budget, next to the static
-reference of the same link model (``softsnake.reference_fem.link_static_curvature``). Ramp 0.5 s, hold to 1.5 s;
-prints the curvature every 0.1 s (one world per pressure).
+reference of the same link model (``softsnake.reference_fem.link_static_curvature``). Ramp 0.5 s, hold to 1.5 s
+(``seconds=T``: to T s); prints the curvature every 0.1 s (one world per pressure).
 
     python benchmarks/snake_link_budget.py                                       # default 4 × 20
+    python benchmarks/snake_link_budget.py seconds=4                             # hold to 4 s
     python benchmarks/snake_link_budget.py newton_iterations=8 linear_iterations=100
     python benchmarks/snake_link_budget.py warm_start=0.0                        # cold start
 """
@@ -23,9 +24,12 @@ def main(argv: list[str]) -> None:
 
     quiet_warp()
     base = SnakeConfig()
-    overrides = {}
+    overrides, seconds = {}, 1.5
     for arg in argv:
         key, _, value = arg.partition("=")
+        if key == "seconds":
+            seconds = float(value)
+            continue
         old = getattr(base.solver, key)
         overrides[key] = (value == "1") if isinstance(old, bool) else type(old)(value)
     pressures = np.array([4.0, 5.0, 6.0, 8.0])
@@ -34,7 +38,7 @@ def main(argv: list[str]) -> None:
     sim = SnakeSim(worlds=pressures.size, device="cpu", config=cfg)
     print("psi      ", pressures)
     print("reference", np.round([link_static_curvature(cfg, p) for p in pressures], 3))
-    for k in range(90):
+    for k in range(round(seconds * 60)):
         sim.set_pressure_targets(pressures[:, None] * min(1.0, sim.time / 0.5))
         sim.step()
         if k % 6 == 5:
