@@ -117,6 +117,11 @@ def predict_bodies(
     v[tid] = s
 
 
+@wp.func
+def is_zero_wrench(J: wp.spatial_vector):
+    return J[0] == 0.0 and J[1] == 0.0 and J[2] == 0.0 and J[3] == 0.0 and J[4] == 0.0 and J[5] == 0.0
+
+
 @wp.kernel
 def apply_body_impulses(
     bodies_per_world: int,
@@ -127,14 +132,17 @@ def apply_body_impulses(
     momentum: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.spatial_vector),
 ):
-    """v += impulse/m; L += angular impulse, ω = ω(L) at the pose the step ends in."""
+    """v += impulse/m; L += angular impulse, ω = ω(L) at the pose the step ends in. A zero impulse leaves the body
+    exactly as it is (ω is not re-evaluated from L), so that an idle line search can be skipped per world
+    (Solver.line_search_idle)."""
     tid = wp.tid()
     i = tid % bodies_per_world
-    if b.body_inv_mass[i] > 0.0:
+    J = impulse[tid]
+    if b.body_inv_mass[i] > 0.0 and not is_zero_wrench(J):
         s = v[tid]
-        L = momentum[tid] + ang(impulse[tid])
+        L = momentum[tid] + ang(J)
         momentum[tid] = L
-        v[tid] = spatial(lin(s) + lin(impulse[tid]) * b.body_inv_mass[i], omega_from_momentum(x_start[tid], b.body_inv_inertia[i], L, ang(s), h))
+        v[tid] = spatial(lin(s) + lin(J) * b.body_inv_mass[i], omega_from_momentum(x_start[tid], b.body_inv_inertia[i], L, ang(s), h))
 
 
 @wp.kernel

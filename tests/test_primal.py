@@ -231,19 +231,34 @@ def test_friction_stays_in_its_cone_while_sliding_and_old_checkpoints_restore():
     assert not np.any(solver.carried_impulse.numpy())
 
 
-def test_skipping_an_idle_line_search_changes_nothing(monkeypatch):
-    # an eager CPU step skips the line search's re-assembly where no world's merit grew (models without rigid bodies):
-    # the same bits as running it, in batched worlds where some worlds' merit grows and others' does not
+@pytest.mark.parametrize("bodies", [False, True], ids=["particles", "rigid_bodies"])
+def test_skipping_an_idle_line_search_changes_nothing(monkeypatch, bodies):
+    # an eager CPU step skips the line search's re-assembly where no world's merit grew: the same bits as running it,
+    # in batched worlds where some worlds' merit grows and others' does not; with rigid bodies (a soft cube attached
+    # to a box, a wheel on a hinge rolling on the ground) a zero impulse must leave a body exactly as it is
     def run(skip: bool):
         b = ss.ModelBuilder()
         mesh = ss.box_tet_mesh((0.04, 0.04, 0.04), (2, 2, 2))
         b.add_soft_mesh(mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=1e5, poisson_ratio=0.3, pos=(0.0, 0.0, 0.01), vel=(0.3, 0.0, -0.2))
         b.add_ground_plane(mu=0.5)
+        if bodies:
+            box = b.add_body((0.0, 0.0, 0.07), mass=0.05, inertia=(2e-5, 2e-5, 2e-5))
+            b.add_shape_box(box, (0.01, 0.01, 0.01))
+            b.add_attachment(len(mesh.vertices) - 1, box)  # the cube's top corner carries the box
+            wheel = b.add_body((0.2, 0.0, 0.03), rot=(0.7071, 0, 0, 0.7071), mass=0.03, inertia=(1e-5, 1e-5, 1.4e-5))
+            b.add_shape_cylinder(wheel, 0.03, 0.01, mu=(1.0, 0.05))
+            frame = b.add_body((0.2, 0.0, 0.03), mass=0.1, inertia=(1e-4, 1e-4, 1e-4))
+            b.add_joint_revolute(frame, wheel, anchor=(0.2, 0.0, 0.03), axis=(0, 1, 0), target_velocity=0.0, damping=3e-5)
         model = b.finalize(device=TEST_DEVICE, worlds=2)
         state = model.state()
         qd = state.particle_qd.numpy().reshape(2, -1, 3)
         qd[1] *= -1.0  # the second world thrown the other way, upward
         state.particle_qd.assign(qd.reshape(-1, 3))
+        if bodies:
+            bqd = state.body_qd.numpy().reshape(2, -1, 6)
+            bqd[:, 1:, 0] = [[0.4], [-0.1]]  # wheel and frame rolling, at different speeds per world
+            bqd[:, 1, 4] = bqd[:, 1, 0] / 0.03
+            state.body_qd.assign(bqd.reshape(-1, 6))
         solver = ss.Solver(model)
         idle = []
         original = ss.Solver.line_search_idle
@@ -257,7 +272,7 @@ def test_skipping_an_idle_line_search_changes_nothing(monkeypatch):
         for _ in range(40):
             solver.step(state)
         monkeypatch.setattr(ss.Solver, "line_search_idle", original)
-        return state.particle_q.numpy(), state.particle_qd.numpy(), idle
+        return np.concatenate([state.particle_q.numpy().ravel(), state.body_q.numpy().ravel()]), np.concatenate([state.particle_qd.numpy().ravel(), state.body_qd.numpy().ravel()]), idle
 
     q0, v0, _ = run(False)
     q1, v1, idle = run(True)

@@ -357,7 +357,10 @@ class PrimalStep:
         """Halve the last update in worlds whose merit grew, then re-evaluate (skipped where nothing would change,
         Solver.line_search_idle)."""
         s, m, dev = self.s, self.s.model, self.s.model.device
+        N = s.config.newton_iterations
         if s.line_search_idle(it):
+            if it < N and self.has_bodies and s.config.body_preconditioner:
+                self._factor_body_blocks()  # the re-assembly would have factored them for the solve that follows
             return
         nrows = m.worlds * m.row_count
         wp.launch(kpcr.backtrack_grown, dim=nrows, inputs=[m.row_count, s._res[it], s._res[it - 1], s.dlam], outputs=[s.r], device=dev)
@@ -365,7 +368,6 @@ class PrimalStep:
         self.apply_bodies(s.r)
         wp.launch(kp.backtrack_velocity, dim=m.worlds * m.particle_count, inputs=[m.particle_count, s._res[it], s._res[it - 1], self.dv, s.v], device=dev)
         s._res[it].zero_()
-        N = s.config.newton_iterations
         self.assemble(min(it, N - 1), scale, s._res[it], factor=it < N)  # after the last iteration no solve follows
 
     def launch_step(self, scale: wp.array) -> None:

@@ -529,13 +529,13 @@ class Solver:
 
     def line_search_idle(self, it: int) -> bool:
         """True where the host can see that the line search after Newton iteration ``it`` has nothing to do: an eager
-        CPU step (device arrays are host memory, no transfer) of a model without rigid bodies in which no world's merit
-        grew. The search then changes nothing (λ += 0, v −= 0) and assembling the rows again gives the same rows, so it
-        is skipped. With rigid bodies it always runs: a zero impulse still re-evaluates a body's ω from its momentum,
-        which moves ω by round-off, so skipping it in some steps would make a world's result depend on whether another
-        world's merit grew. On a GPU, or while a CPU graph is captured, it always runs, per world on the device."""
+        CPU step (device arrays are host memory, no transfer) in which no world's merit grew. The search then changes
+        nothing (λ += 0, v −= 0; a zero impulse leaves a rigid body exactly as it is, ``apply_body_impulses``) and
+        assembling the rows again gives the same rows, so it is skipped: the same bits, and a world's result never
+        depends on whether another world's merit grew. On a GPU, or while a CPU graph is captured, it always runs, per
+        world on the device."""
         dev = self.model.device
-        if dev.is_cuda or dev.is_capturing or self.model.body_count > 0:
+        if dev.is_cuda or dev.is_capturing:
             return False
         return not bool(np.any(self._res[it].numpy() > self._res[it - 1].numpy()))
 
