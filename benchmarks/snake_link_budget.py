@@ -1,6 +1,7 @@
 """Settled curvature of one full-resolution snake link at 4, 5, 6 and 8 psi for a solver budget, next to the static
 reference of the same link model (``softsnake.reference_fem.link_static_curvature``). Ramp 0.5 s, hold to 1.5 s
-(``seconds=T``: to T s); prints the curvature every 0.1 s (one world per pressure).
+(``seconds=T``: to T s); prints the curvature every 0.1 s (one world per pressure). ``youngs_scale=s`` multiplies the
+link's Young's modulus (s = 1 ± 1e-6 shows the run's float32 round-off sensitivity).
 
     python benchmarks/snake_link_budget.py                                       # default 4 × 20
     python benchmarks/snake_link_budget.py seconds=4                             # hold to 4 s
@@ -24,17 +25,20 @@ def main(argv: list[str]) -> None:
 
     quiet_warp()
     base = SnakeConfig()
-    overrides, seconds = {}, 1.5
+    overrides, seconds, youngs_scale = {}, 1.5, 1.0
     for arg in argv:
         key, _, value = arg.partition("=")
         if key == "seconds":
             seconds = float(value)
             continue
+        if key == "youngs_scale":
+            youngs_scale = float(value)
+            continue
         old = getattr(base.solver, key)
         overrides[key] = (value == "1") if isinstance(old, bool) else type(old)(value)
     pressures = np.array([4.0, 5.0, 6.0, 8.0])
     pneumatics = dataclasses.replace(base.pneumatics, latency=False, p_max_psi=10.0, supply_psi=10.0)
-    cfg = dataclasses.replace(base, links=1, pneumatics=pneumatics, solver=dataclasses.replace(base.solver, **overrides))
+    cfg = dataclasses.replace(base, links=1, pneumatics=pneumatics, solver=dataclasses.replace(base.solver, **overrides), youngs_modulus=base.youngs_modulus * youngs_scale)
     sim = SnakeSim(worlds=pressures.size, device="cpu", config=cfg)
     print("psi      ", pressures)
     print("reference", np.round([link_static_curvature(cfg, p) for p in pressures], 3))

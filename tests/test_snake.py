@@ -61,7 +61,7 @@ def test_link_mesh_is_mirror_symmetric_and_conforming():
 @pytest.fixture(scope="module")
 def sweep():
     p = np.array([-8.0, -6, -4, -2, 0, 2, 4, 6, 8])
-    return curvature_sweep(p, config=coarse())
+    return curvature_sweep(p, config=coarse(), settle_seconds=1.5)  # linearity and symmetry hold long before it settles
 
 
 def test_curvature_linear_in_pressure_and_symmetric(sweep):

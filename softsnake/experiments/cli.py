@@ -308,7 +308,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     common(p)
     p.add_argument("--max-psi", type=number(0, lo_open=True), default=10.0, help="sweep from −max to +max [psi], ≥ p_max (default 10)")
     p.add_argument("--step-psi", type=number(0, lo_open=True), default=1.0, help="pressure step [psi], ≤ p_max/2 (default 1)")
-    p.add_argument("--seconds", type=number(0.5), default=1.5, help="time each pressure is ramped (0.5 s) and held [s], ≥ 0.5: two 0.25 s averaging windows (default 1.5; shorter runs are quick checks, see the settled line)")
+    p.add_argument("--seconds", type=number(0.5), default=5.0, help="time each pressure is ramped (0.5 s) and held [s], ≥ 0.5: two 0.25 s averaging windows (default 5: at the real-time budget the held link relaxes for seconds; shorter runs are quick checks, see the settled line)")
     p.add_argument("--out", type=output_folder, required=True, help="output folder")
     p.set_defaults(func=run_curvature_command, check=check_curvature_command, stage="out")
 

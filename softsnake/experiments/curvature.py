@@ -39,13 +39,15 @@ class CurvatureResult:
         return float(a), float(b), 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
 
 
-def curvature_sweep(pressures_psi, *, config: SnakeConfig | None = None, device: str = "cpu", ramp_seconds: float = 0.5, settle_seconds: float = 1.5, average_seconds: float = 0.25, progress=None) -> CurvatureResult:
+def curvature_sweep(pressures_psi, *, config: SnakeConfig | None = None, device: str = "cpu", ramp_seconds: float = 0.5, settle_seconds: float = 5.0, average_seconds: float = 0.25, progress=None) -> CurvatureResult:
     """Settled curvature of one link for each signed pressure [psi] (|p| may exceed p_max here, as in Fig. 5).
 
     The pressure (latency off) rises linearly over ``ramp_seconds`` [s] (a quasi-static load; a jump of several psi
     in one step is a violent impact) and is held until ``settle_seconds``; the curvature is averaged over the last
     ``average_seconds``; the window before it is averaged too, and their difference is reported
-    (``CurvatureResult.settle_change_per_m``) as the check that the static value has settled.
+    (``CurvatureResult.settle_change_per_m``) as the check that the static value has settled. The default 5 s: at the
+    real-time budget the held link keeps relaxing for seconds, and 1.5 s holds give slopes ~8 % above it
+    (docs/snake.md, "Curvature vs pressure").
     ``progress``: optional callable(frames_done, frames_total)."""
     p = np.asarray(pressures_psi, dtype=np.float64).reshape(-1)
     if p.size == 0 or not np.all(np.isfinite(p)):

@@ -95,8 +95,9 @@ class SolverConfig:
     #: replay the step as a captured CUDA graph on GPU devices (one graph launch per step)
     graph_capture: bool = True
     #: also on the CPU, with Warp's CPU capture (Warp >= 1.14): it removes the Python cost of ~1,000–1,600 launches per
-    #: step (2.3× faster steps on the development machine), but is off by default: Warp marks it experimental, and one
-    #: of six full test runs crashed inside its capture code (benchmarks/RESULTS.md). The environment variable
+    #: step (1.1× faster for one snake, 1.6× for one link, now that eager MINRES iterations replay recorded launches),
+    #: but is off by default: Warp marks it experimental, and two full test runs crashed inside its capture code (a
+    #: heap overwrite by a test, since fixed, is a likely cause; benchmarks/RESULTS.md). The environment variable
     #: SOFTSNAKE_CPU_CAPTURE=1 turns it on by default. A CPU run with a tolerance > 0 always runs eagerly (its early
     #: exits read the residuals between launches).
     cpu_graph_capture: bool = field(default_factory=lambda: os.environ.get("SOFTSNAKE_CPU_CAPTURE", "") == "1")
