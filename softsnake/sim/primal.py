@@ -259,17 +259,14 @@ class PrimalStep:
             wp.launch(kp.precondition_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, s.diag, rl, zl], device=dev)
 
     # ------------------------------------------------------------- Newton
-    def assemble(self, it: int, scale: wp.array, residual: wp.array, factor: bool = True) -> None:
+    def assemble(self, it: int, scale: wp.array, residual: wp.array) -> None:
         """Rows at the iterate (tets: constitutive impulses) and the particles' momentum residual; residual[w] gets
-        Σφ² + Σ|r_v/A_pp|² [m²/s²] and (self.b) the saddle right-hand side. ``factor``: also the rigid-body blocks of
-        the rows' preconditioner, which only a linear solve right after this assembly reads."""
+        Σφ² + Σ|r_v/A_pp|² [m²/s²] and (self.b) the saddle right-hand side."""
         s, m, dev = self.s, self.s.model, self.s.model.device
         s._assemble(it, scale, residual)
         s._scatter(s.lam, s._tet_force)
         wp.launch_tiled(kp.particle_residual, dim=[m.worlds], inputs=[m.particle_count, self.mass, self.diag_v, s.v, self.v_pred, s.impulse], outputs=[self.b[0], residual], block_dim=s.block_dim, device=dev)
         wp.launch(kp.negate_rows, dim=m.worlds * self.free_rows, inputs=[m.row_count, *self.skip, s.rhs, self.b[1]], device=dev)
-        if factor and self.has_bodies and s.config.body_preconditioner:
-            self._factor_body_blocks()
 
     def solve(self, iterations: int, it: int = 0) -> None:
         """MINRES on the saddle system; the solution lands in self.x. With SolverConfig.linear_tolerance > 0 a CPU run
@@ -357,10 +354,7 @@ class PrimalStep:
         """Halve the last update in worlds whose merit grew, then re-evaluate (skipped where nothing would change,
         Solver.line_search_idle)."""
         s, m, dev = self.s, self.s.model, self.s.model.device
-        N = s.config.newton_iterations
         if s.line_search_idle(it):
-            if it < N and self.has_bodies and s.config.body_preconditioner:
-                self._factor_body_blocks()  # the re-assembly would have factored them for the solve that follows
             return
         nrows = m.worlds * m.row_count
         wp.launch(kpcr.backtrack_grown, dim=nrows, inputs=[m.row_count, s._res[it], s._res[it - 1], s.dlam], outputs=[s.r], device=dev)
@@ -368,7 +362,7 @@ class PrimalStep:
         self.apply_bodies(s.r)
         wp.launch(kp.backtrack_velocity, dim=m.worlds * m.particle_count, inputs=[m.particle_count, s._res[it], s._res[it - 1], self.dv, s.v], device=dev)
         s._res[it].zero_()
-        self.assemble(min(it, N - 1), scale, s._res[it], factor=it < N)  # after the last iteration no solve follows
+        self.assemble(min(it, s.config.newton_iterations - 1), scale, s._res[it])
 
     def launch_step(self, scale: wp.array) -> None:
         """Newton iterations of one step (after the prediction and the linearisation pass)."""
@@ -385,13 +379,14 @@ class PrimalStep:
         self.fit_rotations()
         tol_sq = cfg.newton_tolerance**2
         for it in range(N):
-            # from the second iteration on the line search assembles again before the solve: factor only there
-            self.assemble(it, scale, s._res[it], factor=it == 0)
+            self.assemble(it, scale, s._res[it])
             if it > 0:
                 self.backtrack(it, scale)
             if tol_sq > 0.0 and not dev.is_cuda and np.all(s._res[it].numpy() <= tol_sq):
                 return  # every world converged (CPU: device arrays are host memory)
+            if self.has_bodies and s.config.body_preconditioner:
+                self._factor_body_blocks()  # the rows' preconditioner at the rows this solve sees
             self.solve(L, it)
             self.apply_update(it)
-        self.assemble(N, scale, s._res[N], factor=False)
+        self.assemble(N, scale, s._res[N])
         self.backtrack(N, scale)
