@@ -29,6 +29,10 @@ from .data import ContactSettings, Jacobian, ModelData, contact_row0, load6
 from .types import vec6
 
 
+#: a rest-length scale (``Control.distance_rest_scale``) below zero switches a distance constraint off in that world
+DISTANCE_OFF = wp.constant(-1.0)
+
+
 @wp.kernel
 def assemble_rows(
     # Model:
@@ -70,31 +74,42 @@ def assemble_rows(
         wi = m.particle_inv_mass[i]
         wj = m.particle_inv_mass[j]
         k = w * m.distance_count + e
-        if linearise != 0:
-            d0 = (x_start[pbase + i] + v_lin[pbase + i] * h) - (x_start[pbase + j] + v_lin[pbase + j] * h)
-            n0 = wp.vec3(1.0, 0.0, 0.0)
-            if wp.length(d0) > 1.0e-12:
-                n0 = wp.normalize(d0)
-            jac.distance_dir[k] = n0
-            return
-        vi = v[pbase + i]
-        vj = v[pbase + j]
-        d = (x_start[pbase + i] + vi * h) - (x_start[pbase + j] + vj * h)
-        length = wp.length(d)
-        n = jac.distance_dir[k]
-        beta = m.distance_damping[e]
-        inv_hb = 1.0 / (h + beta)
-        comp = m.distance_compliance[e] * inv_hb / h
-        jac.row_compliance[rbase + e] = comp
-        c = length - m.distance_rest[e] * distance_scale[k]
-        phi = (c + beta * wp.dot(n, vi - vj)) * inv_hb + comp * lam[rbase + e]
-        mass_term = wi + wj
-        if mass_term + comp <= 0.0:
-            phi = 0.0  # both ends kinematic and rigid: nothing to solve
-            comp = 1.0
-        rhs[rbase + e] = -phi
-        diag[rbase + e] = mass_term + comp
-        res = phi * phi
+        if distance_scale[k] < 0.0:
+            # switched off in this world (Control.distance_rest_scale < 0): the limit of infinite compliance, scaled
+            # by 1/compliance: no Jacobian, identity row, φ = λ, so the row only releases a carried multiplier
+            if linearise != 0:
+                jac.distance_dir[k] = wp.vec3(0.0, 0.0, 0.0)
+                return
+            jac.row_compliance[rbase + e] = 1.0
+            rhs[rbase + e] = -lam[rbase + e]
+            diag[rbase + e] = 1.0
+            res = lam[rbase + e] * lam[rbase + e]
+        else:
+            if linearise != 0:
+                d0 = (x_start[pbase + i] + v_lin[pbase + i] * h) - (x_start[pbase + j] + v_lin[pbase + j] * h)
+                n0 = wp.vec3(1.0, 0.0, 0.0)
+                if wp.length(d0) > 1.0e-12:
+                    n0 = wp.normalize(d0)
+                jac.distance_dir[k] = n0
+                return
+            vi = v[pbase + i]
+            vj = v[pbase + j]
+            d = (x_start[pbase + i] + vi * h) - (x_start[pbase + j] + vj * h)
+            length = wp.length(d)
+            n = jac.distance_dir[k]
+            beta = m.distance_damping[e]
+            inv_hb = 1.0 / (h + beta)
+            comp = m.distance_compliance[e] * inv_hb / h
+            jac.row_compliance[rbase + e] = comp
+            c = length - m.distance_rest[e] * distance_scale[k]
+            phi = (c + beta * wp.dot(n, vi - vj)) * inv_hb + comp * lam[rbase + e]
+            mass_term = wi + wj
+            if mass_term + comp <= 0.0:
+                phi = 0.0  # both ends kinematic and rigid: nothing to solve
+                comp = 1.0
+            rhs[rbase + e] = -phi
+            diag[rbase + e] = mass_term + comp
+            res = phi * phi
     elif e < m.distance_count + m.tet_count:
         # ---- corotational tet, 6 strain rows (paper Eq. 5)
         t = e - m.distance_count

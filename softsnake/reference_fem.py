@@ -68,7 +68,8 @@ def link_static_curvature(config, pressure_psi: float) -> float:
     """Static curvature [1/m] of one free soft link (``robots.snake_link`` mesh and constraint families) with chamber 0
     at gauge ``pressure_psi`` (chamber 1 for a negative value), from one sparse direct solve of the linearised model:
     linear tets (E, ν of ``config``), the layer and perimeter rows as hard linear constraints (Lagrange multipliers),
-    the actuation rows as springs of stiffness 1/compliance whose rest length is scaled by ε(p) = 1 + p/Y (Eq. 4).
+    the pressurised chamber's actuation rows as springs of stiffness 1/compliance whose rest length is scaled by
+    ε(p) = 1 + p/Y (Eq. 4; the vented chamber's are off, as in ``SnakeSim``).
     The first cross-section is clamped and the last one moves as a rigid body (the carriages' attachments); no
     gravity, no ground. Curvature = yaw of the last section / link length, as ``SnakeSim.curvatures`` measures it."""
     from softsnake.robots.snake import actuation_compliance
@@ -113,10 +114,10 @@ def link_static_curvature(config, pressure_psi: float) -> float:
         return sp.csr_matrix((v, (r, cidx)), shape=(len(pairs), 3 * n)), length
 
     k_act = 1.0 / actuation_compliance(c, mesh)
-    G, length = pair_rows(mesh.actuation_pairs)
     p = float(pressure_psi) * PSI
     active = 0 if p >= 0 else 1
-    stretch = np.where(mesh.actuation_chamber == active, abs(p) / c.youngs_modulus, 0.0) * length
+    G, length = pair_rows(mesh.actuation_pairs[mesh.actuation_chamber == active])  # the vented chamber has none
+    stretch = abs(p) / c.youngs_modulus * length
     K_total = K + k_act * (G.T @ G)
     f = k_act * (G.T @ stretch)
     H, _ = pair_rows(np.concatenate([mesh.layer_pairs, mesh.perimeter_pairs]))

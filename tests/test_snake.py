@@ -78,7 +78,7 @@ def test_curvature_linear_in_pressure_and_symmetric(sweep):
 def test_curvature_moment_balance(sweep):
     """The settled curvature at 4 and 8 psi against an independent static solve of the same link model (sparse direct
     KKT solve of linear tets, hard layer/perimeter rows and the pressurised actuation springs; reference_fem), within
-    15 %. It is also below the Euler-Bernoulli moment balance p·A_c·d / (E·πR⁴/4 + actuation columns): linear tets
+    15 %. It is also below the Euler-Bernoulli moment balance p·A_c·d / (E·πR⁴/4 + the pressurised chamber's actuation column): linear tets
     only over-stiffen a beam."""
     from softsnake.reference_fem import link_static_curvature
     from softsnake.robots.snake_link import link_mesh
@@ -92,7 +92,7 @@ def test_curvature_moment_balance(sweep):
     mesh = link_mesh(cfg.link_length, cfg.link_radius, cfg.sections, cfg.inner_ring)
     d = mesh.chamber_line_offset
     p = 8.0 * 6894.757
-    beam = p * cfg.chamber_area * d / (cfg.youngs_modulus * math.pi * cfg.link_radius**4 / 4 + 2 * cfg.youngs_modulus * cfg.chamber_area * d**2)
+    beam = p * cfg.chamber_area * d / (cfg.youngs_modulus * math.pi * cfg.link_radius**4 / 4 + cfg.youngs_modulus * cfg.chamber_area * d**2)
     assert 0.0 < link_static_curvature(cfg, 8.0) < beam
 
 

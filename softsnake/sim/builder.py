@@ -115,7 +115,7 @@ class ModelBuilder(RigidBuilderMixin):
     # ------------------------------------------------------------- constraints
     def add_distance(self, i: int, j: int, rest_length: float | None = None, compliance: float = 0.0, *, damping: float = 0.0) -> int:
         """Distance constraint c = |x_i − x_j| − r·s (paper Eq. 3), s the per-world rest-length scale in
-        ``Control.distance_rest_scale`` (the actuation hook, ε(p) of Eq. 4).
+        ``Control.distance_rest_scale`` (the actuation hook, ε(p) of Eq. 4; s < 0 switches the constraint off in that world).
 
         rest_length: r [m] (None → current distance); compliance: α [m/N] (0 → rigid); damping: β [s]."""
         ij = check.index_list("add_distance", [i, j], self.particle_count)

@@ -51,7 +51,8 @@ class Control:
     """Inputs of all worlds.
 
     particle_f: external force per particle [N] (vec3, worlds·n); distance_rest_scale: per-world multiplier of each
-    distance constraint's rest length (1 = unactuated; the pneumatic actuation sets ε(p) = 1 + p/Y here);
+    distance constraint's rest length (1 = unactuated; the pneumatic actuation sets ε(p) = 1 + p/Y here; a negative value,
+    e.g. ``kernels.schur.DISTANCE_OFF``, switches the constraint off in that world: no force, its multiplier released);
     body_f: external (force [N], torque [N m]) per body about its centre of mass, world frame (spatial_vector)."""
 
     def __init__(self, particle_f: wp.array, distance_rest_scale: wp.array, body_f: wp.array):
