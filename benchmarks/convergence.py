@@ -27,7 +27,7 @@ H = 1.0 / 120.0
 #: extra SolverConfig settings from --solver key=value (e.g. fem=dual); empty on the default
 OVERRIDES: dict = {}
 #: the 8-psi static curvature of the full link (softsnake.reference_fem.link_static_curvature), 1/m
-LINK_REFERENCE = 3.47
+LINK_REFERENCE = 3.683
 
 
 def _solver(ss, model):
