@@ -106,6 +106,33 @@ def test_link_static_reference_is_linear_and_mirror_symmetric():
     assert k8 > 0  # chamber 0 inflated bends toward +y, as SnakeSim.curvatures measures it
 
 
+def test_only_the_higher_pressure_chamber_carries_actuation():
+    """Paper Sec. V: only the pressurised chamber has actuation constraints. After a switch from +4 to −4 psi both
+    chambers hold pressure (latency); the rest-length scales must be ε = 1 + (p − q)/Y on the higher one's lines, off
+    (negative) on the other's, and 1 on every passive constraint; at rest both chambers are off."""
+    from softsnake.robots.pneumatics import PSI
+
+    cfg = coarse(links=1)
+    sim = SnakeSim(worlds=2, config=cfg)
+    chamber = sim.layout.distance_chamber
+    n = sim.model.distance_count
+    scale = sim.control.distance_rest_scale.numpy().reshape(2, n)
+    assert np.all(scale[:, chamber < 0] == 1.0) and np.all(scale[:, chamber >= 0] < 0.0)  # no pressure: all off
+    sim.set_pressure_targets([[4.0], [-4.0]])
+    sim.step(30)
+    sim.set_pressure_targets([[-4.0], [4.0]])
+    sim.step(2)
+    p = sim.chamber_pressures()[:, 0, :] * PSI  # (worlds, 2) [Pa]
+    assert np.all(p > 0.0)  # both chambers pressurised during the switch
+    scale = sim.control.distance_rest_scale.numpy().reshape(2, n)
+    for w in range(2):
+        hi = int(np.argmax(p[w]))
+        expected = 1.0 + (p[w, hi] - p[w, 1 - hi]) / cfg.youngs_modulus
+        assert np.allclose(scale[w, chamber == hi], expected, rtol=1e-6)
+        assert np.all(scale[w, chamber == 1 - hi] < 0.0)
+        assert np.all(scale[w, chamber < 0] == 1.0)
+
+
 def test_pressure_follows_latency_model_and_curvature_lags():
     cfg = coarse(links=1)
     sim = SnakeSim(worlds=1, config=cfg)

@@ -14,7 +14,8 @@ The two chambers are not meshed as cavities (as in the paper); they are index se
 * Constraint families (Fig. 3): the inextensible layer (stiff axial constraints between centre-plane particles),
   the chamber perimeter (stiff constraints between consecutive outer-ring particles of each chamber side, one ring per
   cross-section: the fibre reinforcement), and the actuation constraints (axial, between consecutive cross-sections
-  along the chamber lines), whose rest length is scaled by ε(p) = 1 + p/Y (Eq. 4) for the pressurized chamber.
+  along the chamber lines), whose rest length is scaled by ε(p) = 1 + p/Y (Eq. 4) for the pressurized chamber; the
+  vented chamber's are switched off (``kernels/actuation.py``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Per control step (one frame = ``config.substeps`` solver steps of h = frame_dt/substeps): the chamber pressures move
 toward the targets through the latency model (Eqs. 10–12, once per solver step), a kernel turns them into rest-length
-scales ε(p) = 1 + p/Y of the actuation constraints (Eq. 4), and the solver advances every world.
+scales ε = 1 + (p − q)/Y of the actuation constraints of each link's higher-pressure chamber (Eq. 4; the antagonist
+at q is switched off, Sec. V), and the solver advances every world.
 """
 
 from __future__ import annotations
