@@ -5,7 +5,8 @@ tests/data/recorded_snake_step.npz holds a coarse two-world snake 30 frames into
 multipliers, contact list, pressures) and the state one frame (two steps, 4 × 20) later, computed on the CPU at commit
 43e9768 (tests/data/make_recorded_step.py); tests/data/recorded_snake_solve.npz holds what the kernels computed in the
 first Newton iteration of that frame (right-hand side, matrix-free product, preconditioner, MINRES solution), written
-at 4b5edc2, whose kernels give the recorded frame bit for bit.
+at 4b5edc2, whose kernels give the recorded frame bit for bit. The replay keeps the snake model of the recording
+(both chambers' actuation lines on, ``use_recorded_actuation``), which commit 4f59be8 changed on purpose.
 
 Optimised kernels (fused launches, reordered or parallel sums) change float32 round-off. The first Newton iteration
 is a function of the step's inputs alone, so its quantities must agree within 1e-5 of their scale. The end of the
@@ -22,6 +23,7 @@ import numpy as np
 from helpers import TEST_DEVICE, probe_first_linear_solve
 
 from softsnake.experiments.gait import default_gait, gait_targets
+from softsnake.robots.pneumatics import PSI
 from softsnake.robots.snake_sim import SnakeSim
 
 DATA = Path(__file__).parent / "data"
@@ -41,8 +43,26 @@ def recorded_frame(perturb: tuple[str, float] | None = None):
         np.savez(checkpoint, **arrays)
         sim = SnakeSim.load(checkpoint, device=TEST_DEVICE)
     assert sim.frame == 30
+    use_recorded_actuation(sim)
     sim.set_pressure_targets(gait_targets(default_gait(), sim.time, sim.worlds, sim.links))
     return sim, data
+
+
+def use_recorded_actuation(sim) -> None:
+    """The snake model of the recording: until commit 4f59be8 every chamber's actuation lines were on, each at its own
+    pressure (ε = 1 + p/Y, float32 as the kernel computed it); since then the vented chamber's are switched off. The
+    recording tests the solver's kernels, so the replay keeps the model it was recorded with."""
+    chamber = sim.layout.distance_chamber
+    actuated = chamber >= 0
+
+    def upload() -> None:
+        p = (sim.chamber_pressures().reshape(sim.worlds, -1) * PSI).astype(np.float32)
+        scale = np.ones((sim.worlds, chamber.size), dtype=np.float32)
+        scale[:, actuated] = np.float32(1.0) + p[:, chamber[actuated]] / np.float32(sim.config.youngs_modulus)
+        sim.control.distance_rest_scale.assign(scale.ravel())
+
+    sim._upload_pressures = upload
+    upload()
 
 
 STATE = ("particle_q", "particle_qd", "body_q", "body_qd")
