@@ -71,8 +71,6 @@ def assemble_rows(
         # ---- distance / actuation row, paper Eqs. 3-4: c = |xi − xj| − r·ε(p)
         i = m.distance_i[e]
         j = m.distance_j[e]
-        wi = m.particle_inv_mass[i]
-        wj = m.particle_inv_mass[j]
         k = w * m.distance_count + e
         if distance_scale[k] < 0.0:
             # switched off in this world (Control.distance_rest_scale < 0): the limit of infinite compliance, scaled
@@ -103,7 +101,7 @@ def assemble_rows(
             jac.row_compliance[rbase + e] = comp
             c = length - m.distance_rest[e] * distance_scale[k]
             phi = (c + beta * wp.dot(n, vi - vj)) * inv_hb + comp * lam[rbase + e]
-            mass_term = wi + wj
+            mass_term = m.particle_inv_mass[i] + m.particle_inv_mass[j]
             if mass_term + comp <= 0.0:
                 phi = 0.0  # both ends kinematic and rigid: nothing to solve
                 comp = 1.0

@@ -66,5 +66,5 @@ def test_distance_constraint_switched_off_in_one_world():
     control.distance_rest_scale.assign(np.ones(2, dtype=np.float32))
     for _ in range(240):
         solver.step(state, control)
-    r = np.linalg.norm(state.particle_q.numpy()[[bob, model.particle_count + bob]] - [0.0, 0.0, 1.0], axis=1)
+    r = np.linalg.norm(state.particle_q.numpy()[[bob, w1]] - [0.0, 0.0, 1.0], axis=1)
     assert r == pytest.approx([length, length], abs=1e-4)

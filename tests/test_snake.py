@@ -14,7 +14,7 @@ import pytest
 
 from softsnake.experiments.curvature import curvature_sweep
 from softsnake.experiments.gait import run_gait
-from softsnake.robots.pneumatics import ChamberPressures, OpenLoopGait
+from softsnake.robots.pneumatics import PSI, ChamberPressures, OpenLoopGait
 from softsnake.robots.snake import PAPER_TABLE_I, SnakeConfig, snake_counts
 from softsnake.robots.snake_sim import SnakeSim
 
@@ -110,8 +110,6 @@ def test_only_the_higher_pressure_chamber_carries_actuation():
     """Paper Sec. V: only the pressurised chamber has actuation constraints. After a switch from +4 to −4 psi both
     chambers hold pressure (latency); the rest-length scales must be ε = 1 + (p − q)/Y on the higher one's lines, off
     (negative) on the other's, and 1 on every passive constraint; at rest both chambers are off."""
-    from softsnake.robots.pneumatics import PSI
-
     cfg = coarse(links=1)
     sim = SnakeSim(worlds=2, config=cfg)
     chamber = sim.layout.distance_chamber
