@@ -34,6 +34,29 @@ def test_table_one_parity():
     assert counts["bodies"][0] == 15 and counts["joints"][0] == 10
 
 
+def test_no_hard_row_inside_a_carriage_held_section():
+    """A hard distance row between two particles attached to the same carriage is redundant (the rigid body already
+    holds their distance) and only gives the multiplier system a null space: the model has none, and has all the other
+    hard rows (the kept option restores exactly the 16 perimeter rows of each of the 8 end sections)."""
+    from softsnake.robots.snake import build_snake
+
+    def hard_pairs(config):
+        b, _ = build_snake(config)
+        m = b.finalize(device="cpu")
+        held = {}
+        for p, body in zip(m.body_data.attachment_particle.numpy(), m.body_data.attachment_body.numpy()):
+            held[int(p)] = int(body)
+        i, j = m.data.distance_i.numpy(), m.data.distance_j.numpy()
+        hard = m.data.distance_compliance.numpy() == 0.0
+        inside = [k for k in np.nonzero(hard)[0] if held.get(int(i[k]), -1) == held.get(int(j[k]), -2)]
+        return int(hard.sum()), inside
+
+    count, inside = hard_pairs(SnakeConfig())
+    assert inside == []
+    count_kept, inside_kept = hard_pairs(SnakeConfig(attached_section_rows=True))
+    assert len(inside_kept) == count_kept - count == 4 * 2 * 16
+
+
 def test_link_mesh_is_mirror_symmetric_and_conforming():
     from collections import Counter
 

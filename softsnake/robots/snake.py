@@ -3,7 +3,7 @@
 Four soft Ecoflex links (tet meshes with two chambers, :mod:`softsnake.robots.snake_link`) joined by five rigid carriages
 through particle attachments; each carriage rides on two passive wheels (revolute joints), which give the anisotropic
 ground friction of a real snake's scales (rolls along the body, grips sideways). Counts for the defaults: 15 bodies,
-1300 particles, 1456 distance constraints, 4608 tets, 10 joints, 200 attachments (paper Table I: 15, 1504, 1460, 4536,
+1300 particles, 1328 distance constraints, 4608 tets, 10 joints, 200 attachments (paper Table I: 15, 1504, 1460, 4536,
 10, 217; see :func:`snake_counts`).
 """
 
@@ -74,6 +74,10 @@ class SnakeConfig:
     #: the contact margin, so a quarter leaves a wide reserve and removes three quarters of the idle contact rows; a step
     #: that needs more raises ContactCapacityExceeded (1: a slot for every particle)
     contact_slot_fraction: float = 0.25
+    #: keep the hard perimeter rows inside the two end sections of each link, which the carriages hold rigid (redundant
+    #: rows: a null space of the multiplier system that slowed the truncated solves, docs/snake.md); only for replaying
+    #: checkpoints and recordings made with them (before they were dropped), which SnakeSim.load detects
+    attached_section_rows: bool = False
     #: control step [s]: one frame of ``substeps`` solver steps; the paper's h = 0.0083 s = 1/120 s, 2 per 1/60 s frame
     frame_dt: float = 1.0 / 60.0
     substeps: int = 2
@@ -92,6 +96,8 @@ class SnakeConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"SnakeConfig.{name} must be a finite number ≥ 0, got {v!r}")
+        if not isinstance(self.attached_section_rows, bool):
+            raise ValueError(f"SnakeConfig.attached_section_rows must be true or false, got {self.attached_section_rows!r}")
         f = self.contact_slot_fraction
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 < f <= 1.0:
             raise ValueError(f"SnakeConfig.contact_slot_fraction must be a number in (0, 1], got {f!r}")
@@ -225,14 +231,18 @@ def build_snake(config: SnakeConfig) -> tuple[ModelBuilder, SnakeLayout]:
         x0 = i * pitch + c.carriage_length
         ids = b.add_soft_mesh(mesh.vertices, mesh.tets, density=c.density, youngs_modulus=c.youngs_modulus, poisson_ratio=c.poisson_ratio, damping=c.material_damping, pos=(x0, 0.0, z0))
         link_particles.append(ids)
-        for pairs, compliance in ((mesh.layer_pairs, 0.0), (mesh.perimeter_pairs, 0.0)):
+        last = mesh.section.max()
+        for pairs in (mesh.layer_pairs, mesh.perimeter_pairs):
             for a, d in pairs:
-                b.add_distance(int(ids[a]), int(ids[d]), compliance=compliance)
+                if mesh.section[a] == mesh.section[d] and mesh.section[a] in (0, last) and not c.attached_section_rows:
+                    # both particles are attached to the same rigid carriage (below), which already holds their
+                    # distance: the row would only be redundant (a null space of the multiplier system)
+                    continue
+                b.add_distance(int(ids[a]), int(ids[d]), compliance=0.0)
                 chamber.append(-1)
         for (a, d), ch in zip(mesh.actuation_pairs, mesh.actuation_chamber):
             b.add_distance(int(ids[a]), int(ids[d]), compliance=act_compliance)
             chamber.append(2 * i + int(ch))
-        last = mesh.section.max()
         for v in np.nonzero(mesh.section == 0)[0]:
             b.add_attachment(int(ids[v]), carriages[i])
         for v in np.nonzero(mesh.section == last)[0]:

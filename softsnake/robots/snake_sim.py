@@ -177,6 +177,10 @@ class SnakeSim:
             # saved before the compact contact list: one contact slot per particle, which the solver state needs
             config = dataclasses.replace(config, contact_slot_fraction=1.0)
         sim = cls(worlds=meta["worlds"], device=device or "cpu", config=config)
+        lam = data.get("solver_lam")
+        if lam is not None and lam.shape != sim.solver.lam.shape and not config.attached_section_rows:
+            # written before the redundant rows inside the attached end sections were dropped: the model it ran
+            sim = cls(worlds=meta["worlds"], device=device or "cpu", config=dataclasses.replace(config, attached_section_rows=True))
         sim._pressures.set_state(data["chamber_pressures"])
         sim._targets = np.asarray(data["targets"], dtype=np.float64)
         for name in ("particle_q", "particle_qd", "body_q", "body_qd"):
