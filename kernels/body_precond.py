@@ -52,7 +52,7 @@ def world_mass_times(b: BodyData, body: int, pose: wp.transform, v: wp.spatial_v
 
 
 @wp.func
-def add_block(H: wp.array(dtype=float), bb: BodyBlocks, w: int, bi: int, gi: wp.spatial_vector, bj: int, gj: wp.spatial_vector, s: float):
+def add_block(H: wp.array(dtype=wp.float64), bb: BodyBlocks, w: int, bi: int, gi: wp.spatial_vector, bj: int, gj: wp.spatial_vector, s: float):
     """H[bi, bj] += s · gi gjᵀ (both bodies in the same cluster)."""
     c = bb.body_cluster[bi]
     n = bb.cluster_dofs[c]
@@ -61,12 +61,12 @@ def add_block(H: wp.array(dtype=float), bb: BodyBlocks, w: int, bi: int, gi: wp.
     oj = 6 * bb.body_slot[bj]
     for a in range(6):
         for k in range(6):
-            wp.atomic_add(H, base + (oi + a) * n + oj + k, s * gi[a] * gj[k])
+            wp.atomic_add(H, base + (oi + a) * n + oj + k, wp.float64(s * gi[a] * gj[k]))
 
 
 @wp.func
 def add_row(
-    H: wp.array(dtype=float),
+    H: wp.array(dtype=wp.float64),
     bb: BodyBlocks,
     b: BodyData,
     w: int,
@@ -98,7 +98,7 @@ def add_row(
 
 
 @wp.kernel
-def body_mass_blocks(b: BodyData, bb: BodyBlocks, h: float, bx_start: wp.array(dtype=wp.transform), bv: wp.array(dtype=wp.spatial_vector), H: wp.array(dtype=float)):
+def body_mass_blocks(b: BodyData, bb: BodyBlocks, h: float, bx_start: wp.array(dtype=wp.transform), bv: wp.array(dtype=wp.spatial_vector), H: wp.array(dtype=wp.float64)):
     """H[i, i] += M_b (world inertia at the iterate's pose); H was zeroed."""
     tid = wp.tid()
     w = tid // b.body_count
@@ -113,7 +113,7 @@ def body_mass_blocks(b: BodyData, bb: BodyBlocks, h: float, bx_start: wp.array(d
         base = w * bb.block_size + bb.cluster_offset[c]
         o = 6 * bb.body_slot[i]
         for k in range(6):
-            wp.atomic_add(H, base + (o + k) * n + o + a, col[k])
+            wp.atomic_add(H, base + (o + k) * n + o + a, wp.float64(col[k]))
 
 
 @wp.kernel
@@ -127,7 +127,7 @@ def attachment_and_joint_blocks(
     bv: wp.array(dtype=wp.spatial_vector),
     diag: wp.array(dtype=float),
     row_d: wp.array(dtype=float),
-    H: wp.array(dtype=float),
+    H: wp.array(dtype=wp.float64),
 ):
     tid = wp.tid()
     per_world = b.attachment_count + b.joint_count
@@ -165,7 +165,7 @@ def body_contact_blocks(
     bv: wp.array(dtype=wp.spatial_vector),
     diag: wp.array(dtype=float),
     row_d: wp.array(dtype=float),
-    H: wp.array(dtype=float),
+    H: wp.array(dtype=wp.float64),
 ):
     tid = wp.tid()
     w = tid // b.body_contact_count
@@ -202,7 +202,7 @@ def particle_body_blocks(
     bv: wp.array(dtype=wp.spatial_vector),
     diag: wp.array(dtype=float),
     row_d: wp.array(dtype=float),
-    H: wp.array(dtype=float),
+    H: wp.array(dtype=wp.float64),
 ):
     tid = wp.tid()
     w = tid // m.particle_body_count
@@ -224,22 +224,23 @@ def particle_body_blocks(
 
 
 @wp.kernel
-def cluster_cholesky(bb: BodyBlocks, clusters: int, H: wp.array(dtype=float)):
-    """In-place lower Cholesky factor of each cluster block (a tiny relative jitter keeps it definite in float32)."""
+def cluster_cholesky(bb: BodyBlocks, clusters: int, H: wp.array(dtype=wp.float64)):
+    """In-place lower Cholesky factor of each cluster block, in float64: the hard rows' weights 1/D make H far worse
+    conditioned than float32 resolves (a tiny relative jitter keeps it definite)."""
     tid = wp.tid()
     w = tid // clusters
     c = tid - w * clusters
     n = bb.cluster_dofs[c]
     base = w * bb.block_size + bb.cluster_offset[c]
-    big = float(0.0)
+    big = wp.float64(0.0)
     for i in range(n):
         big = wp.max(big, H[base + i * n + i])
-    jitter = 1.0e-6 * big
+    jitter = wp.float64(1.0e-12) * big
     for j in range(n):
         s = H[base + j * n + j] + jitter
         for k in range(j):
             s -= H[base + j * n + k] * H[base + j * n + k]
-        d = wp.sqrt(wp.max(s, 1.0e-30))
+        d = wp.sqrt(wp.max(s, wp.float64(1.0e-300)))
         H[base + j * n + j] = d
         for i in range(j + 1, n):
             t = H[base + i * n + j]
@@ -256,9 +257,9 @@ def cluster_solve(
     h: float,
     bx_start: wp.array(dtype=wp.transform),
     bv: wp.array(dtype=wp.spatial_vector),
-    H: wp.array(dtype=float),
+    H: wp.array(dtype=wp.float64),
     f: wp.array(dtype=wp.spatial_vector),
-    work: wp.array(dtype=float),
+    work: wp.array(dtype=wp.float64),
     # Out:
     impulse: wp.array(dtype=wp.spatial_vector),
 ):
@@ -275,7 +276,7 @@ def cluster_solve(
         fi = f[w * b.body_count + i]
         o = 6 * bb.body_slot[i]
         for a in range(6):
-            work[base + o + a] = fi[a]
+            work[base + o + a] = wp.float64(fi[a])
     for i in range(n):  # L z = f
         s = work[base + i]
         for k in range(i):
@@ -292,7 +293,7 @@ def cluster_solve(
         o = 6 * bb.body_slot[i]
         y = wp.spatial_vector()
         for a in range(6):
-            y[a] = work[base + o + a]
+            y[a] = float(work[base + o + a])
         impulse[w * b.body_count + i] = world_mass_times(b, i, body_pose(b, i, w, bx_start, bv, h), y)
 
 

@@ -6,7 +6,11 @@ multipliers, contact list, pressures) and the state one frame (two steps, 4 × 2
 43e9768 (tests/data/make_recorded_step.py); tests/data/recorded_snake_solve.npz holds what the kernels computed in the
 first Newton iteration of that frame (right-hand side, matrix-free product, preconditioner, MINRES solution), written
 at 4b5edc2, whose kernels give the recorded frame bit for bit. The replay keeps the snake model of the recording
-(both chambers' actuation lines on, ``use_recorded_actuation``), which commit 4f59be8 changed on purpose.
+(both chambers' actuation lines on, ``use_recorded_actuation``, and the end sections' redundant rows, which
+``SnakeSim.load`` restores for it), which later commits changed on purpose. When the rows' preconditioner changed on
+purpose (float64 body blocks, two-level attachment masses), the frame and the first solve were re-recorded from the
+same checkpoint (``make_recorded_step.py --rerecord``); the right-hand side, the product and the particles'
+preconditioner still matched the 4b5edc2 recording within 1e-5 then.
 
 Optimised kernels (fused launches, reordered or parallel sums) change float32 round-off. The first Newton iteration
 is a function of the step's inputs alone, so its quantities must agree within 1e-5 of their scale. The end of the

@@ -21,6 +21,8 @@ class CoarseSpace:
     """Arrays for one world (all worlds share them).
 
     diag: (n,) trace(A_pp)/3 per particle [kg] (0 for kinematic particles); eff_inv_mass: its inverse (0: kinematic).
+    two_level_inv_mass: (n,) trace/3 of the particle's block of the two-level preconditioner, 1/diag + (P A_c⁻¹ Pᵀ)_pp
+    [1/kg]: the particle's compliance with the collective (coarse) motion of its body included (0: kinematic).
     body_of_particle: (n,) soft-body index or −1; body_particle_start/body_particles: CSR of the particles of each body;
     rest: (n, 3) rest positions [m]; node_index (n, 8) global coarse node (−1: none), node_weight (n, 8);
     node_start/node_particles/node_weights: CSR from coarse node to (particle, weight); node_body (nodes,);
@@ -30,6 +32,7 @@ class CoarseSpace:
 
     diag: np.ndarray
     eff_inv_mass: np.ndarray
+    two_level_inv_mass: np.ndarray
     body_of_particle: np.ndarray
     body_particle_start: np.ndarray
     body_particles: np.ndarray
@@ -217,6 +220,16 @@ def build_coarse_space(
             inv = (vec[:, keep] / lam[keep]) @ vec[:, keep].T
             inverse.append(inv.ravel())
             inverse_start.append(inverse_start[-1] + inv.size)
+        # (P A_c⁻¹ Pᵀ)_pp per particle: Σ_jl w_j w_l tr(A_c⁻¹[j, l])/3 over its (≤ 8) coarse nodes
+        coarse_part = np.zeros(n)
+        for c in range(len(node_first) - 1):
+            k = node_first[c + 1] - node_first[c]
+            tr = inverse[c].reshape(k, 3, k, 3).trace(axis1=1, axis2=3) / 3.0  # (k, k), body-local nodes
+            members = order[body_particle_start[c] : body_particle_start[c + 1]]
+            local = np.maximum(node_index[members] - node_first[c], 0)
+            wgt = np.where(node_index[members] >= 0, node_weight[members], 0.0)
+            coarse_part[members] = np.einsum("pj,pk,pjk->p", wgt, wgt, tr[local[:, :, None], local[:, None, :]])
+        two_level = np.where(eff > 0, eff + coarse_part, 0.0)
         P1c = P1.tocsc()
         node_start = P1c.indptr.astype(np.int64)
         node_particles = P1c.indices.astype(np.int64)
@@ -225,12 +238,14 @@ def build_coarse_space(
         node_start = np.zeros(1, dtype=np.int64)
         node_particles = np.zeros(0, dtype=np.int64)
         node_weights = np.zeros(0)
+        two_level = eff.copy()
     if not inverse:
         node_first = [0] * (bodies + 1) if cells_long_axis <= 0 else node_first
         inverse_start = [0] * (bodies + 1)
     return CoarseSpace(
         diag=diag,
         eff_inv_mass=eff,
+        two_level_inv_mass=two_level,
         body_of_particle=label,
         body_particle_start=body_particle_start,
         body_particles=order,

@@ -206,11 +206,13 @@ class Solver:
         self.diverged_worlds: set[int] = set()
         self._primal = None
         self._assembly_data = model.data
+        self._body_row_data = model.data  # the attachment rows' preconditioner masses (primal: two-level)
         if cfg.fem == "primal" and model.tet_count > 0:
             from .primal import PrimalStep
 
             self._primal = PrimalStep(self)
             self._assembly_data = self._primal.data_eff
+            self._body_row_data = self._primal.data_attach
 
     # ----------------------------------------------------------------- buffers
     def _allocate(self):
@@ -413,7 +415,7 @@ class Solver:
             wp.launch(
                 krigid.assemble_body_rows,
                 dim=m.worlds * (m.attachment_count + m.joint_count),
-                inputs=[self._assembly_data, m.body_data, self.dt, self.x_start, self.v, self.body_x_start, self.body_v, self.lam],
+                inputs=[self._body_row_data, m.body_data, self.dt, self.x_start, self.v, self.body_x_start, self.body_v, self.lam],
                 outputs=[self.bjac, self.jac.row_compliance, self.rhs, self.diag, residual],
                 device=m.device,
             )

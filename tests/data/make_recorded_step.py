@@ -11,6 +11,12 @@ GPU launch changes of 2026-11-24:
 ``--first-solve`` writes tests/data/recorded_snake_solve.npz from that checkpoint: the first Newton iteration's
 right-hand side, product, preconditioner and linear solve (written at commit 4b5edc2, the same way with /tmp/ref at
 4b5edc2).
+
+``--rerecord`` keeps the checkpoint and writes the state one frame later and the first-solve file again with the
+current kernels, replayed with the recording's model (tests/test_recorded_step.py, ``recorded_frame``). It is for an
+intended change of the solver's mathematics, which the recording cannot follow: used once, when the rows'
+preconditioner changed (float64 body blocks, two-level attachment masses; the right-hand side, the product and the
+particles' preconditioner still matched the 4b5edc2 recording within 1e-5 before it was re-recorded).
 """
 
 import sys
@@ -70,8 +76,27 @@ def record_first_solve(step_file: str, out: str) -> None:
     np.savez_compressed(out, **probe_first_linear_solve(sim))
 
 
+def rerecord(step_file: str, solve_file: str) -> None:
+    """Re-record the frame after the checkpoint and the first solve with the current kernels (module docstring)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from helpers import probe_first_linear_solve
+    from test_recorded_step import STATE, end_of_frame, recorded_frame
+
+    quiet_warp()
+    with np.load(step_file) as f:
+        arrays = {k: f[k] for k in f.files if k.startswith("checkpoint_")}
+    sim, _ = recorded_frame()
+    after = end_of_frame(sim)
+    np.savez_compressed(step_file, **arrays, **{"after_" + k: after[k] for k in STATE})
+    sim, _ = recorded_frame()
+    np.savez_compressed(solve_file, **probe_first_linear_solve(sim))
+
+
 if __name__ == "__main__":
     here = Path(__file__).parent
+    if len(sys.argv) > 1 and sys.argv[1] == "--rerecord":
+        rerecord(str(here / "recorded_snake_step.npz"), str(here / "recorded_snake_solve.npz"))
+        sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1] == "--first-solve":
         # python make_recorded_step.py --first-solve [recorded_snake_step.npz [recorded_snake_solve.npz]]
         args = sys.argv[2:] + [str(here / "recorded_snake_step.npz"), str(here / "recorded_snake_solve.npz")][len(sys.argv[2:]) :]
