@@ -46,7 +46,7 @@ def curvature_sweep(pressures_psi, *, config: SnakeConfig | None = None, device:
     in one step is a violent impact) and is held until ``settle_seconds``; the curvature is averaged over the last
     ``average_seconds``; the window before it is averaged too, and their difference is reported
     (``CurvatureResult.settle_change_per_m``) as the check that the static value has settled. The default 5 s: at the
-    real-time budget the held link keeps relaxing for seconds, and 1.5 s holds give slopes ~8 % above it
+    real-time budget the held link keeps relaxing for ~2 s, and 1.5 s holds give curvatures up to ~6 % above it
     (docs/snake.md, "Curvature vs pressure").
     ``progress``: optional callable(frames_done, frames_total)."""
     p = np.asarray(pressures_psi, dtype=np.float64).reshape(-1)

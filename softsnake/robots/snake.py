@@ -83,8 +83,9 @@ class SnakeConfig:
     substeps: int = 2
     pneumatics: PneumaticsConfig = field(default_factory=PneumaticsConfig)
     #: solver settings; the link's coarse grid has 8 cells along the link (one per ~1.5 cross-sections) instead of the
-    #: engine's default 4: at 4 × 20 the held 8-psi link then comes within 8–9.5 % of an 8 × 400 solve instead of
-    #: 10–11 %, and the coarse snake's 3 s gait within 48 % of 8 × 100 instead of 75 % (docs/snake.md), for ~10 % more time
+    #: engine's default 4: at 4 × 20 the held 8-psi link then came within 8–9.5 % of an 8 × 400 solve instead of
+    #: 10–11 %, and the coarse snake's 3 s gait within 48 % of 8 × 100 instead of 75 % (measured before the rows'
+    #: preconditioner was fixed at commit 60bf89f, which closed the rest; docs/snake.md), for ~10 % more time
     solver: SolverConfig = field(default_factory=lambda: SolverConfig(diagnostics=False, coarse_cells=8, coarse_cell_edges=1.0))
 
     def __post_init__(self):
