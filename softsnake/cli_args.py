@@ -167,6 +167,6 @@ def model_bytes(*, particles: int, tets: int = 0, distances: int = 0, bodies: in
     """A lower bound on the memory of one world of a model [bytes] (device arrays, solver buffers and host copies).
 
     Measured on the snake (Warp 1.19 CPU, RSS growth per extra world): 1.7 MiB for the full snake (1300 particles,
-    4608 tets, 1456 distances at the time, 15 bodies, 200 attachments) and 0.36 MiB for the coarse one; 200 bytes per element
+    4608 tets, then 1456 distances, 15 bodies, 200 attachments) and 0.36 MiB for the coarse one; 200 bytes per element
     with 20 elements per body is below both."""
     return 200 * (particles + tets + distances + attachments + 20 * bodies)

@@ -97,7 +97,7 @@ class PrimalStep:
         self.data_eff.particle_inv_mass = f32(cs.eff_inv_mass)
         # attachment rows (a particle against a rigid body) are preconditioned with the particle's two-level
         # compliance, its body's collective motion included: with the Jacobi mass alone the 25 attachments of a snake
-        # link's end face looked ~3× stiffer than they are (docs/solver.md, "Preconditioner")
+        # link's end face looked ~8× stiffer than they are (docs/solver.md, "Preconditioner")
         self.data_attach = ModelData()
         for name in ModelData.vars:
             setattr(self.data_attach, name, getattr(self.data_eff, name))
