@@ -5,8 +5,9 @@ Runs the default gait to ``--seconds`` (h = 1/120 s, 4 × 20), then, in the firs
 assembles the saddle matrix K and the preconditioner P⁻¹ column by column from the kernels (one product per unknown,
 ~7,500 for the snake) and runs MINRES in NumPy/SciPy with them: the relative residual ‖Kx − b‖/‖b‖ after each
 iteration count. ``--attach-jacobi`` gives the attachment rows the particles' Jacobi masses instead of their two-level
-compliance (the rows' preconditioner before commit 60bf89f, float64 body blocks kept). Run on an older checkout with
-``PYTHONPATH`` pointing at it to measure its preconditioner (a681b78: float32 body blocks, Jacobi masses).
+compliance (the rows' preconditioner before commit 60bf89f, float64 body blocks kept). The figures for a681b78's
+preconditioner (float32 body blocks, Jacobi masses) came from this script as of commit fc0c830, which assembled the
+columns itself and so also ran on that checkout with ``PYTHONPATH`` pointing at it (``PrimalStep.dense`` is newer).
 
     python -P benchmarks/saddle_residual.py [--seconds 1.0] [--iterations 5,10,20,40,80] [--attach-jacobi]
 """
@@ -15,7 +16,6 @@ import argparse
 
 import numpy as np
 import scipy.sparse.linalg as sla
-import warp as wp
 
 from softsnake.experiments.gait import default_gait, gait_targets
 from softsnake.robots.snake_sim import SnakeSim
@@ -38,32 +38,15 @@ def main() -> None:
     for _ in range(int(round(a.seconds * 60))):
         sim.set_pressure_targets(gait_targets(gait, sim.time, 1, sim.links))
         sim.step()
-    m = sim.model
-    n, R = m.particle_count, m.row_count
-    skip0, skipn = solver._primal.skip
-    rows = np.r_[0:skip0, skip0 + skipn : R]  # the tet rows are eliminated
-    nv = 3 * n
-    N = nv + rows.size
     captured = {}
     original = sp.PrimalStep.solve
 
     def capture(self, iterations, it=0):
         if not captured:
-            K, P = np.zeros((N, N)), np.zeros((N, N))
-            xv, yv = wp.zeros(n, dtype=wp.vec3), wp.zeros(n, dtype=wp.vec3)
-            xl, yl = wp.zeros(R, dtype=float), wp.zeros(R, dtype=float)
-            for k in range(N):
-                e = np.zeros(N)
-                e[k] = 1.0
-                xv.assign(e[:nv].reshape(n, 3).astype(np.float32))
-                lv = np.zeros(R, dtype=np.float32)
-                lv[rows] = e[nv:]
-                xl.assign(lv)
-                self.matvec(xv, xl, yv, yl)
-                K[:, k] = np.concatenate([yv.numpy().ravel(), yl.numpy()[rows]])
-                self.precondition(xv, xl, yv, yl)
-                P[:, k] = np.concatenate([yv.numpy().ravel(), yl.numpy()[rows]])
-            captured.update(K=K, P=P, b=np.concatenate([self.b[0].numpy().ravel(), self.b[1].numpy()[rows]]))
+            K, index = self.dense(self.matvec)
+            P, _ = self.dense(self.precondition)
+            b = np.concatenate([self.b[0].numpy().ravel(), self.b[1].numpy()]).astype(np.float64)[index]
+            captured.update(K=K, P=P, b=b, particle_dofs=3 * sim.model.particle_count)
         return original(self, iterations, it)
 
     sp.PrimalStep.solve = capture
@@ -75,7 +58,8 @@ def main() -> None:
     K = 0.5 * (captured["K"] + captured["K"].T)  # symmetric up to float32 round-off
     P = 0.5 * (captured["P"] + captured["P"].T)
     b = captured["b"]
-    print(f"full snake, {a.seconds:g} s into the gait, first Newton iteration: {N} unknowns ({nv} particle, {rows.size} row)")
+    nv = captured["particle_dofs"]
+    print(f"full snake, {a.seconds:g} s into the gait, first Newton iteration: {b.size} unknowns ({nv} particle, {b.size - nv} row)")
     for k in (int(s) for s in a.iterations.split(",")):
         x, _ = sla.minres(K, b, M=P, maxiter=k, rtol=1e-30)
         print(f"MINRES {k:4d} iterations: relative residual {np.linalg.norm(K @ x - b) / np.linalg.norm(b):.2e}")

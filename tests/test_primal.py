@@ -38,33 +38,14 @@ def _scene():
     return model, solver
 
 
-def _dense(model, solver, apply):
-    """Columns of a linear map on (particle vec3, row) pairs, restricted to the rows that keep a multiplier."""
-    n, R = model.particle_count, model.row_count
-    keep = np.ones(R, dtype=bool)
-    keep[model.distance_count : model.distance_count + 6 * model.tet_count] = False
-    index = np.concatenate([np.arange(3 * n), 3 * n + np.nonzero(keep)[0]])
-    xv, xl = wp.zeros(n, dtype=wp.vec3), wp.zeros(R, dtype=float)
-    yv, yl = wp.zeros(n, dtype=wp.vec3), wp.zeros(R, dtype=float)
-    cols = []
-    for j in index:
-        e = np.zeros(3 * n + R, dtype=np.float32)
-        e[j] = 1.0
-        xv.assign(e[: 3 * n].reshape(n, 3))
-        xl.assign(e[3 * n :])
-        apply(xv, xl, yv, yl)
-        cols.append(np.concatenate([yv.numpy().ravel(), yl.numpy()])[index])
-    return np.array(cols).T
-
-
 def test_saddle_operator_is_symmetric_and_preconditioner_positive_definite():
     model, solver = _scene()
     primal = solver._primal
     assert primal is not None and primal.has_bodies
-    K = _dense(model, solver, primal.matvec)
+    K, _ = primal.dense(primal.matvec)
     scale = np.abs(K).max()
     assert np.abs(K - K.T).max() < 1e-5 * scale
-    P = _dense(model, solver, primal.precondition)
+    P, _ = primal.dense(primal.precondition)
     assert np.abs(P - P.T).max() < 1e-4 * np.abs(P).max()
     assert np.linalg.eigvalsh(0.5 * (P + P.T)).min() > 0.0
 
@@ -72,15 +53,13 @@ def test_saddle_operator_is_symmetric_and_preconditioner_positive_definite():
 def test_minres_solution_matches_a_direct_solve():
     model, solver = _scene()
     primal = solver._primal
-    K = _dense(model, solver, primal.matvec)
-    n, R = model.particle_count, model.row_count
-    keep = np.ones(R, dtype=bool)
-    keep[model.distance_count : model.distance_count + 6 * model.tet_count] = False
+    K, index = primal.dense(primal.matvec)
+    n = model.particle_count
     K = K.astype(np.float64)
-    b = np.concatenate([primal.b[0].numpy().ravel(), primal.b[1].numpy()[keep]]).astype(np.float64)
+    b = np.concatenate([primal.b[0].numpy().ravel(), primal.b[1].numpy()]).astype(np.float64)[index]
     direct = np.linalg.lstsq(K, b, rcond=None)[0]  # least squares: redundant attachments make K singular
     primal.solve(400)
-    x = np.concatenate([primal.x[0].numpy().ravel(), primal.x[1].numpy()[keep]]).astype(np.float64)
+    x = np.concatenate([primal.x[0].numpy().ravel(), primal.x[1].numpy()]).astype(np.float64)[index]
     dv = slice(0, 3 * n)
     assert np.linalg.norm(x[dv] - direct[dv]) < 1e-2 * np.linalg.norm(direct[dv])  # measured 4.5e-4
     # 400 iterations against a layout of linear_iterations + 1 slots per Newton iteration: the final residual is

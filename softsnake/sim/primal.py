@@ -33,6 +33,16 @@ def tet_scaled_lame(data: ModelData, h: float) -> np.ndarray:
     return np.stack([scale * lam, scale * mu], axis=1) if len(lam) else np.zeros((1, 2))
 
 
+def with_inverse_masses(data: ModelData, inv_mass: wp.array) -> ModelData:
+    """A copy of ``data`` (the same device arrays) whose particles have the inverse masses ``inv_mass`` [1/kg]. A new
+    struct: copy.copy would share the ctypes storage with ``data``."""
+    out = ModelData()
+    for name in ModelData.vars:
+        setattr(out, name, getattr(data, name))
+    out.particle_inv_mass = inv_mass
+    return out
+
+
 @contextmanager
 def recorded_launches():
     """Run a block of Warp launches while recording each as a replayable command (``record_cmd=True``); yields the
@@ -91,17 +101,11 @@ class PrimalStep:
         self.tet_lame = wp.array(tet_scaled_lame(data, solver.dt).astype(np.float32), dtype=wp.vec2, device=dev)
         self.diag_v = f32(cs.diag)
         # assembly sees the particles' effective inverse masses (Schur diagonals and FB/friction scaling)
-        self.data_eff = ModelData()  # a new struct: copy.copy would share the ctypes storage with m.data
-        for name in ModelData.vars:
-            setattr(self.data_eff, name, getattr(data, name))
-        self.data_eff.particle_inv_mass = f32(cs.eff_inv_mass)
+        self.data_eff = with_inverse_masses(data, f32(cs.eff_inv_mass))
         # attachment rows (a particle against a rigid body) are preconditioned with the particle's two-level
         # compliance, its body's collective motion included: with the Jacobi mass alone the 25 attachments of a snake
         # link's end face looked ~8× stiffer than they are (docs/solver.md, "Preconditioner")
-        self.data_attach = ModelData()
-        for name in ModelData.vars:
-            setattr(self.data_attach, name, getattr(self.data_eff, name))
-        self.data_attach.particle_inv_mass = f32(cs.two_level_inv_mass)
+        self.data_attach = with_inverse_masses(data, f32(cs.two_level_inv_mass))
         self.bodies = cs.body_count
         self.nodes = cs.node_count
         self.use_coarse = 1 if self.nodes > 0 else 0
@@ -264,6 +268,30 @@ class PrimalStep:
             self._precondition_body_rows(rl, zl)
         else:
             wp.launch(kp.precondition_rows, dim=W * self.free_rows, inputs=[m.row_count, *self.skip, s.diag, rl, zl], device=dev)
+
+    def dense(self, apply) -> tuple[np.ndarray, np.ndarray]:
+        """The matrix of a linear map on (particle vec3, row) pairs, such as ``matvec`` or ``precondition``, over the
+        saddle system's unknowns (particle dofs, then the rows that keep a multiplier) of a one-world model, and their
+        positions in the flattened (3·particles + rows) vector. One application per unknown: for diagnostics and
+        tests (benchmarks/saddle_residual.py, tests/test_primal.py)."""
+        m = self.s.model
+        if m.worlds != 1:
+            raise ValueError(f"dense() takes a one-world model, this one has {m.worlds}")
+        n, R = m.particle_count, m.row_count
+        keep = np.ones(R, dtype=bool)
+        keep[self.skip[0] : self.skip[0] + self.skip[1]] = False  # the eliminated tet rows
+        index = np.concatenate([np.arange(3 * n), 3 * n + np.nonzero(keep)[0]])
+        xv, yv = (wp.zeros(n, dtype=wp.vec3, device=m.device) for _ in range(2))
+        xl, yl = (wp.zeros(R, dtype=float, device=m.device) for _ in range(2))
+        cols = []
+        for j in index:
+            e = np.zeros(3 * n + R, dtype=np.float32)
+            e[j] = 1.0
+            xv.assign(e[: 3 * n].reshape(n, 3))
+            xl.assign(e[3 * n :])
+            apply(xv, xl, yv, yl)
+            cols.append(np.concatenate([yv.numpy().ravel(), yl.numpy()])[index])
+        return np.array(cols, dtype=np.float64).T, index  # float64: a solve with it in NumPy keeps its precision
 
     # ------------------------------------------------------------- Newton
     def assemble(self, it: int, scale: wp.array, residual: wp.array) -> None:
