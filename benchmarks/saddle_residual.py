@@ -10,14 +10,26 @@ preconditioner (float32 body blocks, Jacobi masses) came from this script as of 
 columns itself and so also ran on that checkout with ``PYTHONPATH`` pointing at it (``PrimalStep.dense`` is newer).
 
     python -P benchmarks/saddle_residual.py [--seconds 1.0] [--iterations 5,10,20,40,80] [--attach-jacobi]
+    python -P benchmarks/saddle_residual.py --coarse --seconds 10 --newton-iteration 3 --row-study
+
+``--coarse`` takes the coarse snake (5 cross-sections per link, ~2,200 unknowns), ``--newton-iteration k`` the k-th
+Newton iteration's system instead of the first, and ``--row-study`` also runs MINRES with ideal row blocks in place of
+the kernels' one (dense NumPy inverses, eigenvalues floored at 1e-6 of the largest: the row Schur complement is
+near-singular): what a better rows' preconditioner could gain, and which coupling it must capture. With
+P_v = D_v⁻¹ + Q the particles' two-level preconditioner (Jacobi part D_v⁻¹, coarse part Q = P A_c⁻¹ Pᵀ) and S the
+rows' own block (bodies and compliance), the row block is the inverse of S + diag(J_p D_v⁻¹ J_pᵀ) + J_p Q J_pᵀ
+(coarse coupling: Woodbury-sized), of S + J_p D_v⁻¹ J_pᵀ (rows coupled through shared particles only) or of
+S + J_p P_v J_pᵀ (both).
 """
 
 import argparse
+import dataclasses
 
 import numpy as np
 import scipy.sparse.linalg as sla
 
 from softsnake.experiments.gait import default_gait, gait_targets
+from softsnake.robots.snake import SnakeConfig
 from softsnake.robots.snake_sim import SnakeSim
 from softsnake.sim import primal as sp
 from softsnake.sim.model import quiet_warp
@@ -28,9 +40,17 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=1.0, help="gait time before the measured step [s]")
     ap.add_argument("--iterations", default="5,10,20,40,80", help="MINRES iteration counts")
     ap.add_argument("--attach-jacobi", action="store_true", help="attachment rows with the Jacobi masses")
+    ap.add_argument("--coarse", action="store_true", help="the coarse snake (5 cross-sections per link)")
+    ap.add_argument("--newton-iteration", type=int, default=0, help="which Newton iteration's system (0 … newton_iterations − 1)")
+    ap.add_argument("--row-study", action="store_true", help="also MINRES with ideal row blocks (dense inverses)")
     a = ap.parse_args()
     quiet_warp()
-    sim = SnakeSim(worlds=1)
+    cfg = SnakeConfig()
+    if a.coarse:
+        cfg = dataclasses.replace(cfg, sections=5, inner_ring=4)
+    if not 0 <= a.newton_iteration < cfg.solver.newton_iterations:
+        ap.error(f"--newton-iteration must be in 0 … {cfg.solver.newton_iterations - 1}")
+    sim = SnakeSim(worlds=1, config=cfg)
     solver = sim.solver
     if a.attach_jacobi:
         solver._body_row_data = solver._primal.data_eff
@@ -42,11 +62,11 @@ def main() -> None:
     original = sp.PrimalStep.solve
 
     def capture(self, iterations, it=0):
-        if not captured:
+        if not captured and it == a.newton_iteration:
             K, index = self.dense(self.matvec)
             P, _ = self.dense(self.precondition)
             b = np.concatenate([self.b[0].numpy().ravel(), self.b[1].numpy()]).astype(np.float64)[index]
-            captured.update(K=K, P=P, b=b, particle_dofs=3 * sim.model.particle_count)
+            captured.update(K=K, P=P, b=b, particle_dofs=3 * sim.model.particle_count, diag_v=self.diag_v.numpy().astype(np.float64))
         return original(self, iterations, it)
 
     sp.PrimalStep.solve = capture
@@ -59,10 +79,44 @@ def main() -> None:
     P = 0.5 * (captured["P"] + captured["P"].T)
     b = captured["b"]
     nv = captured["particle_dofs"]
-    print(f"full snake, {a.seconds:g} s into the gait, first Newton iteration: {b.size} unknowns ({nv} particle, {b.size - nv} row)")
-    for k in (int(s) for s in a.iterations.split(",")):
-        x, _ = sla.minres(K, b, M=P, maxiter=k, rtol=1e-30)
-        print(f"MINRES {k:4d} iterations: relative residual {np.linalg.norm(K @ x - b) / np.linalg.norm(b):.2e}")
+    mesh = "coarse" if a.coarse else "full"
+    print(f"{mesh} snake, {a.seconds:g} s into the gait, Newton iteration {a.newton_iteration} of the next step: {b.size} unknowns ({nv} particle, {b.size - nv} row), ‖b‖ = {np.linalg.norm(b):.3e}")
+    counts = [int(s) for s in a.iterations.split(",")]
+    variants = {"kernels' preconditioner": P}
+    if a.row_study:
+        variants.update(ideal_row_blocks(K, P, nv, captured["diag_v"]))
+    for name, M in variants.items():
+        res = []
+        for k in counts:
+            x, _ = sla.minres(K, b, M=M, maxiter=k, rtol=1e-30, check=False)
+            res.append(np.linalg.norm(K @ x - b) / np.linalg.norm(b))
+        print(f"{name:<34} relative residual after {'/'.join(map(str, counts))} iterations: " + " / ".join(f"{r:.2e}" for r in res))
+
+
+def floored_inverse(S: np.ndarray, floor: float = 1.0e-6) -> np.ndarray:
+    """Inverse of a symmetric positive semi-definite matrix with its eigenvalues floored at ``floor`` × the largest."""
+    w, V = np.linalg.eigh(0.5 * (S + S.T))
+    w = np.maximum(w, floor * w.max())
+    return (V / w) @ V.T
+
+
+def ideal_row_blocks(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray) -> dict:
+    """Block-diagonal preconditioners with the particles' block of ``P`` and ideal row blocks (module docstring)."""
+    Jp, S, Pv = -K[nv:, :nv], -K[nv:, nv:], P[:nv, :nv]
+    d_inv = np.repeat(np.where(diag_v > 0, 1.0 / np.where(diag_v > 0, diag_v, 1.0), 0.0), 3)
+    JDJ = (Jp * d_inv) @ Jp.T
+    JQJ = Jp @ (Pv - np.diag(d_inv)) @ Jp.T
+
+    def with_rows(rows: np.ndarray) -> np.ndarray:
+        M = np.zeros_like(P)
+        M[:nv, :nv], M[nv:, nv:] = Pv, rows
+        return 0.5 * (M + M.T)
+
+    return {
+        "rows: coarse coupling": with_rows(floored_inverse(S + np.diag(np.diag(JDJ)) + JQJ)),
+        "rows: shared-particle coupling": with_rows(floored_inverse(S + JDJ)),
+        "rows: both": with_rows(floored_inverse(S + JDJ + JQJ)),
+    }
 
 
 if __name__ == "__main__":
