@@ -66,7 +66,7 @@ def main() -> None:
             K, index = self.dense(self.matvec)
             P, _ = self.dense(self.precondition)
             b = np.concatenate([self.b[0].numpy().ravel(), self.b[1].numpy()]).astype(np.float64)[index]
-            captured.update(K=K, P=P, b=b, particle_dofs=3 * sim.model.particle_count, diag_v=self.diag_v.numpy().astype(np.float64))
+            captured.update(K=K, P=P, b=b, particle_dofs=3 * sim.model.particle_count, diag_v=self.diag_v.numpy().astype(np.float64), positions=sim.particle_positions()[0].astype(np.float64))
         return original(self, iterations, it)
 
     sp.PrimalStep.solve = capture
@@ -84,7 +84,8 @@ def main() -> None:
     counts = [int(s) for s in a.iterations.split(",")]
     variants = {"kernels' preconditioner": P}
     if a.row_study:
-        variants.update(ideal_row_blocks(K, P, nv, captured["diag_v"]))
+        link, section = particle_sections(sim)
+        variants.update(ideal_row_blocks(K, P, nv, captured["diag_v"], link, section, captured["positions"]))
     for name, M in variants.items():
         res = []
         for k in counts:
@@ -100,12 +101,46 @@ def floored_inverse(S: np.ndarray, floor: float = 1.0e-6) -> np.ndarray:
     return (V / w) @ V.T
 
 
-def ideal_row_blocks(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray) -> dict:
+def particle_sections(sim: SnakeSim) -> tuple[np.ndarray, np.ndarray]:
+    """Link and cross-section index of each particle of world 0."""
+    n = sim.model.particle_count
+    link, section = np.full(n, -1), np.full(n, -1)
+    for k, ids in enumerate(sim.layout.link_particles):
+        link[ids], section[ids] = k, sim.layout.link.section
+    return link, section
+
+
+def rigid_modes(ids: np.ndarray, positions: np.ndarray, dofs: int) -> np.ndarray:
+    """(dofs, 6) velocity fields of the particles ``ids`` moving rigidly about their centroid (3 translations, 3
+    rotations)."""
+    phi = np.zeros((dofs, 6))
+    arm = positions[ids] - positions[ids].mean(axis=0)
+    for p, (x, y, z) in zip(ids, arm):
+        phi[3 * p : 3 * p + 3, :3] = np.eye(3)
+        phi[3 * p : 3 * p + 3, 3:] = [[0.0, z, -y], [-z, 0.0, x], [y, -x, 0.0]]  # ω × r
+    return phi
+
+
+def ideal_row_blocks(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray, link: np.ndarray, section: np.ndarray, positions: np.ndarray) -> dict:
     """Block-diagonal preconditioners with the particles' block of ``P`` and ideal row blocks (module docstring)."""
-    Jp, S, Pv = -K[nv:, :nv], -K[nv:, nv:], P[:nv, :nv]
+    A, Jp, S, Pv = K[:nv, :nv], -K[nv:, :nv], -K[nv:, nv:], P[:nv, :nv]
     d_inv = np.repeat(np.where(diag_v > 0, 1.0 / np.where(diag_v > 0, diag_v, 1.0), 0.0), 3)
     JDJ = (Jp * d_inv) @ Jp.T
     JQJ = Jp @ (Pv - np.diag(d_inv)) @ Jp.T
+    # a row's cross-section: the first one (lowest link, lowest section) among its particles; rows on bodies only: none
+    group = np.arange(Jp.shape[0]) + 10**6
+    for r in range(Jp.shape[0]):
+        parts = np.unique(np.nonzero(Jp[r])[0] // 3)
+        parts = parts[link[parts] >= 0]
+        if parts.size:
+            first = parts[np.lexsort((section[parts], link[parts]))[0]]
+            group[r] = 1000 * link[first] + section[first]
+    same_section = group[:, None] == group[None, :]
+    # each link's rigid motion as the coarse part instead of the two-level one: Φ (Φᵀ A Φ)⁻¹ Φᵀ
+    Q_rigid = np.zeros((nv, nv))
+    for k in range(link.max() + 1):
+        phi = rigid_modes(np.nonzero(link == k)[0], positions, nv)
+        Q_rigid += phi @ np.linalg.solve(phi.T @ A @ phi, phi.T)
 
     def with_rows(rows: np.ndarray) -> np.ndarray:
         M = np.zeros_like(P)
@@ -116,6 +151,8 @@ def ideal_row_blocks(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray) 
         "rows: coarse coupling": with_rows(floored_inverse(S + np.diag(np.diag(JDJ)) + JQJ)),
         "rows: shared-particle coupling": with_rows(floored_inverse(S + JDJ)),
         "rows: both": with_rows(floored_inverse(S + JDJ + JQJ)),
+        "rows: both, shared within sections": with_rows(floored_inverse(S + JDJ * same_section + JQJ)),
+        "rows: both, coarse = links' rigid": with_rows(floored_inverse(S + JDJ + Jp @ Q_rigid @ Jp.T)),
     }
 
 
