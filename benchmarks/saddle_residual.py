@@ -147,12 +147,21 @@ def ideal_row_blocks(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray, 
         M[:nv, :nv], M[nv:, nv:] = Pv, rows
         return 0.5 * (M + M.T)
 
+    # the same, inverted per link (each link's rows, attachments included) and for the rows on bodies only apart:
+    # without the coupling of the links' rows to the joints' and wheel contacts' through the carriages
+    T = S + JDJ * same_section + JQJ
+    row_link = np.array([g // 1000 if g < 10**6 else -1 for g in group])
+    per_link = np.zeros_like(T)
+    for k in np.unique(row_link):
+        idx = np.nonzero(row_link == k)[0]
+        per_link[np.ix_(idx, idx)] = floored_inverse(T[np.ix_(idx, idx)])
     return {
         "rows: coarse coupling": with_rows(floored_inverse(S + np.diag(np.diag(JDJ)) + JQJ)),
         "rows: shared-particle coupling": with_rows(floored_inverse(S + JDJ)),
         "rows: both": with_rows(floored_inverse(S + JDJ + JQJ)),
         "rows: both, shared within sections": with_rows(floored_inverse(S + JDJ * same_section + JQJ)),
         "rows: both, coarse = links' rigid": with_rows(floored_inverse(S + JDJ + Jp @ Q_rigid @ Jp.T)),
+        "rows: both, sections, per link": with_rows(per_link),
     }
 
 
