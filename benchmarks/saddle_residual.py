@@ -20,10 +20,22 @@ P_v = D_v⁻¹ + Q the particles' two-level preconditioner (Jacobi part D_v⁻¹
 rows' own block (bodies and compliance), the row block is the inverse of S + diag(J_p D_v⁻¹ J_pᵀ) + J_p Q J_pᵀ
 (coarse coupling: Woodbury-sized), of S + J_p D_v⁻¹ J_pᵀ (rows coupled through shared particles only) or of
 S + J_p P_v J_pᵀ (both).
+
+``--ideal-rows-gait SECONDS`` runs the gait SECONDS on from the state at ``--seconds`` three ways from one checkpoint:
+at the default budget, at the default budget with the candidate rows' block (both couplings, the shared-particle one
+kept within cross-sections, assembled densely at every Newton iteration: ~4 s per step on the coarse snake), and
+converged (8 × 100, linear tolerance 1e-5), and prints the centre-of-mass displacements: whether the candidate would
+also make the gait right, not only the residual smaller.
+
+    python -P benchmarks/saddle_residual.py --coarse --seconds 10 --ideal-rows-gait 2      # ~20 min
 """
 
 import argparse
+import contextlib
 import dataclasses
+import tempfile
+import tomllib
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse.linalg as sla
@@ -43,6 +55,7 @@ def main() -> None:
     ap.add_argument("--coarse", action="store_true", help="the coarse snake (5 cross-sections per link)")
     ap.add_argument("--newton-iteration", type=int, default=0, help="which Newton iteration's system (0 … newton_iterations − 1)")
     ap.add_argument("--row-study", action="store_true", help="also MINRES with ideal row blocks (dense inverses)")
+    ap.add_argument("--ideal-rows-gait", type=float, metavar="SECONDS", help="instead: run the gait SECONDS on with the candidate rows' block (CPU, slow)")
     a = ap.parse_args()
     quiet_warp()
     cfg = SnakeConfig()
@@ -58,6 +71,9 @@ def main() -> None:
     for _ in range(int(round(a.seconds * 60))):
         sim.set_pressure_targets(gait_targets(gait, sim.time, 1, sim.links))
         sim.step()
+    if a.ideal_rows_gait:
+        ideal_rows_gait(sim, a.ideal_rows_gait)
+        return
     captured = {}
     original = sp.PrimalStep.solve
 
@@ -121,48 +137,119 @@ def rigid_modes(ids: np.ndarray, positions: np.ndarray, dofs: int) -> np.ndarray
     return phi
 
 
-def ideal_row_blocks(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray, link: np.ndarray, section: np.ndarray, positions: np.ndarray) -> dict:
-    """Block-diagonal preconditioners with the particles' block of ``P`` and ideal row blocks (module docstring)."""
-    A, Jp, S, Pv = K[:nv, :nv], -K[nv:, :nv], -K[nv:, nv:], P[:nv, :nv]
+def row_couplings(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray, link: np.ndarray, section: np.ndarray) -> dict:
+    """The pieces of the ideal row blocks (module docstring): J_p, S, P_v, J_p D_v⁻¹ J_pᵀ, J_p Q J_pᵀ, and each row's
+    cross-section group (its first particle's link and section; rows on bodies only get a group of their own)."""
+    Jp, S, Pv = -K[nv:, :nv], -K[nv:, nv:], P[:nv, :nv]
     d_inv = np.repeat(np.where(diag_v > 0, 1.0 / np.where(diag_v > 0, diag_v, 1.0), 0.0), 3)
-    JDJ = (Jp * d_inv) @ Jp.T
-    JQJ = Jp @ (Pv - np.diag(d_inv)) @ Jp.T
-    # a row's cross-section: the first one (lowest link, lowest section) among its particles; rows on bodies only: none
     group = np.arange(Jp.shape[0]) + 10**6
+    nonzero = Jp != 0.0
     for r in range(Jp.shape[0]):
-        parts = np.unique(np.nonzero(Jp[r])[0] // 3)
+        parts = np.unique(np.nonzero(nonzero[r])[0] // 3)
         parts = parts[link[parts] >= 0]
         if parts.size:
             first = parts[np.lexsort((section[parts], link[parts]))[0]]
             group[r] = 1000 * link[first] + section[first]
-    same_section = group[:, None] == group[None, :]
+    return dict(Jp=Jp, S=S, Pv=Pv, JDJ=(Jp * d_inv) @ Jp.T, JQJ=Jp @ (Pv - np.diag(d_inv)) @ Jp.T, group=group)
+
+
+def section_coarse_rows(c: dict) -> np.ndarray:
+    """S + (J_p D_v⁻¹ J_pᵀ within cross-sections) + J_p Q J_pᵀ: the candidate rows' block."""
+    return c["S"] + c["JDJ"] * (c["group"][:, None] == c["group"][None, :]) + c["JQJ"]
+
+
+def ideal_row_blocks(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray, link: np.ndarray, section: np.ndarray, positions: np.ndarray) -> dict:
+    """Block-diagonal preconditioners with the particles' block of ``P`` and ideal row blocks (module docstring)."""
+    c = row_couplings(K, P, nv, diag_v, link, section)
+    A, Jp, S, JDJ, JQJ = K[:nv, :nv], c["Jp"], c["S"], c["JDJ"], c["JQJ"]
     # each link's rigid motion as the coarse part instead of the two-level one: Φ (Φᵀ A Φ)⁻¹ Φᵀ
     Q_rigid = np.zeros((nv, nv))
     for k in range(link.max() + 1):
         phi = rigid_modes(np.nonzero(link == k)[0], positions, nv)
         Q_rigid += phi @ np.linalg.solve(phi.T @ A @ phi, phi.T)
-
-    def with_rows(rows: np.ndarray) -> np.ndarray:
-        M = np.zeros_like(P)
-        M[:nv, :nv], M[nv:, nv:] = Pv, rows
-        return 0.5 * (M + M.T)
-
-    # the same, inverted per link (each link's rows, attachments included) and for the rows on bodies only apart:
+    # the candidate inverted per link (each link's rows, attachments included) and for the rows on bodies only apart:
     # without the coupling of the links' rows to the joints' and wheel contacts' through the carriages
-    T = S + JDJ * same_section + JQJ
-    row_link = np.array([g // 1000 if g < 10**6 else -1 for g in group])
+    T = section_coarse_rows(c)
+    row_link = np.where(c["group"] < 10**6, c["group"] // 1000, -1)
     per_link = np.zeros_like(T)
     for k in np.unique(row_link):
         idx = np.nonzero(row_link == k)[0]
         per_link[np.ix_(idx, idx)] = floored_inverse(T[np.ix_(idx, idx)])
+
+    def with_rows(rows: np.ndarray) -> np.ndarray:
+        M = np.zeros_like(P)
+        M[:nv, :nv], M[nv:, nv:] = c["Pv"], rows
+        return 0.5 * (M + M.T)
+
     return {
         "rows: coarse coupling": with_rows(floored_inverse(S + np.diag(np.diag(JDJ)) + JQJ)),
         "rows: shared-particle coupling": with_rows(floored_inverse(S + JDJ)),
         "rows: both": with_rows(floored_inverse(S + JDJ + JQJ)),
-        "rows: both, shared within sections": with_rows(floored_inverse(S + JDJ * same_section + JQJ)),
+        "rows: both, shared within sections": with_rows(floored_inverse(T)),
         "rows: both, coarse = links' rigid": with_rows(floored_inverse(S + JDJ + Jp @ Q_rigid @ Jp.T)),
         "rows: both, sections, per link": with_rows(per_link),
     }
+
+
+@contextlib.contextmanager
+def ideal_rows_preconditioner(link: np.ndarray, section: np.ndarray):
+    """Within the block, every MINRES solve of a (one-world, CPU) run uses the rows' block
+    floored_inverse(section_coarse_rows(...)), assembled densely at each Newton iteration (~4 s per step on the coarse
+    snake): the gait the candidate preconditioner would give, before anyone builds it."""
+    solve, precondition, record = sp.PrimalStep.solve, sp.PrimalStep.precondition, sp.PrimalStep.record_iterations
+
+    def ideal_solve(self, iterations, it=0):
+        self._ideal_rows = None
+        K, index = self.dense(self.matvec)
+        P, _ = self.dense(lambda *args: precondition(self, *args))
+        K, P, nv = 0.5 * (K + K.T), 0.5 * (P + P.T), 3 * self.s.model.particle_count
+        c = row_couplings(K, P, nv, self.diag_v.numpy().astype(np.float64), link, section)
+        self._ideal_rows = (index[nv:] - nv, floored_inverse(section_coarse_rows(c)).astype(np.float32))
+        return solve(self, iterations, it)
+
+    def ideal_precondition(self, rv, rl, zv, zl):
+        precondition(self, rv, rl, zv, zl)
+        if getattr(self, "_ideal_rows", None) is not None:
+            rows, inverse = self._ideal_rows
+            zl.numpy()[rows] = inverse @ rl.numpy()[rows]  # CPU arrays: numpy() is a view
+
+    sp.PrimalStep.solve, sp.PrimalStep.precondition, sp.PrimalStep.record_iterations = ideal_solve, ideal_precondition, False
+    try:
+        yield
+    finally:
+        sp.PrimalStep.solve, sp.PrimalStep.precondition, sp.PrimalStep.record_iterations = solve, precondition, record
+
+
+def gait_from(checkpoint: Path, seconds: float, solver=None) -> float:
+    """COM displacement [m] of the straight gait run ``seconds`` on from a checkpoint (with other solver settings)."""
+    if solver is not None:
+        with np.load(checkpoint, allow_pickle=False) as f:
+            data = {k: f[k] for k in f.files}
+        config = SnakeConfig.from_dict(tomllib.loads(str(data["config_toml"])))
+        data["config_toml"] = np.array(dataclasses.replace(config, solver=solver).to_toml())
+        checkpoint = checkpoint.with_name(checkpoint.stem + "_solver.npz")
+        np.savez(checkpoint, **data)
+    sim = SnakeSim.load(checkpoint)
+    gait, start = default_gait(), sim.com()[0]
+    for _ in range(int(round(seconds * 60))):
+        sim.set_pressure_targets(gait_targets(gait, sim.time, 1, sim.links))
+        sim.step()
+    return float(np.linalg.norm((sim.com()[0] - start)[:2]))
+
+
+def ideal_rows_gait(sim: SnakeSim, seconds: float) -> None:
+    """From the gait's current state: ``seconds`` more at the default budget, with the candidate rows' block, and
+    converged (8 × 100, linear tolerance 1e-5)."""
+    link, section = particle_sections(sim)
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = sim.save(Path(tmp) / "start.npz")
+        rows = [("4 x 20, kernels' preconditioner", gait_from(checkpoint, seconds))]
+        with ideal_rows_preconditioner(link, section):
+            rows.append(("4 x 20, candidate rows' block", gait_from(checkpoint, seconds)))
+        converged = dataclasses.replace(sim.config.solver, newton_iterations=8, linear_iterations=100, linear_tolerance=1e-5)
+        rows.append(("8 x 100, tolerance 1e-5", gait_from(checkpoint, seconds, converged)))
+    for name, d in rows:
+        print(f"{name:<34} COM displacement over the next {seconds:g} s: {d:.5f} m")
 
 
 if __name__ == "__main__":
