@@ -6,8 +6,11 @@
     python -P benchmarks/snake_gait_sensitivity.py --out runs/sens --variant "wide:snake.wheel_track=0.12"
 
 A variant is ``NAME`` (one of the defaults below) or ``NAME:KEY=VALUE[,KEY=VALUE...]`` with KEY ``snake.FIELD``,
-``pneumatics.FIELD`` or ``solver.FIELD`` (the tables of a snake config TOML). Writes DIR/summary.json and one
-DIR/NAME.npz trajectory per variant; prints one line per variant.
+``pneumatics.FIELD`` or ``solver.FIELD`` (the tables of a snake config TOML), or one of the study switches that patch
+the solver in that variant's process (CPU): ``study.linear_schedule="20/20/20/40"`` (MINRES iterations per Newton
+iteration), ``study.row_scale=3.0`` (the rows' block of the preconditioner times a constant),
+``study.line_search=False``, ``study.end_cone_projection=False`` (docs/snake.md, "What sets the gait speed"). Writes
+DIR/summary.json and one DIR/NAME.npz trajectory per variant; prints one line per variant.
 """
 
 from __future__ import annotations
@@ -50,8 +53,10 @@ def parse_variant(text: str) -> tuple[str, dict]:
     for item in rest.split(","):
         key, eq, value = item.partition("=")
         table, dot, field = key.strip().partition(".")
-        if not eq or not dot or table not in ("snake", "pneumatics", "solver") or not field:
-            raise ValueError(f"variant {text!r}: {item!r} is not snake|pneumatics|solver.FIELD=VALUE")
+        if not eq or not dot or table not in ("snake", "pneumatics", "solver", "study") or not field:
+            raise ValueError(f"variant {text!r}: {item!r} is not snake|pneumatics|solver|study.FIELD=VALUE")
+        if table == "study" and field not in STUDY_SWITCHES:
+            raise ValueError(f"variant {text!r}: unknown study switch {field!r} (known: {', '.join(STUDY_SWITCHES)})")
         try:
             overrides[key.strip()] = ast.literal_eval(value.strip())
         except (ValueError, SyntaxError):
@@ -67,10 +72,40 @@ def variant_config(overrides: dict, full: bool):
 
     tables: dict = {}
     for key, value in overrides.items():
+        if key.startswith("study."):
+            continue
         table, _, field = key.partition(".")
         tables.setdefault(table, {})[field] = value
     cfg = SnakeConfig.from_dict(tables, source="variant")
     return cfg if full else dataclasses.replace(cfg, sections=5, inner_ring=4)
+
+
+STUDY_SWITCHES = ("linear_schedule", "row_scale", "line_search", "end_cone_projection")
+
+
+def apply_study_switches(overrides: dict) -> None:
+    """Patch the solver of this process for the ``study.*`` switches of a variant (each variant runs in a process of
+    its own; CPU: the rows' scaling writes through numpy views and so turns off the recorded MINRES replay)."""
+    from softsnake.sim import primal as sp
+    from softsnake.sim import solver as ss
+
+    switches = {k.removeprefix("study."): v for k, v in overrides.items() if k.startswith("study.")}
+    if "linear_schedule" in switches:
+        schedule = [int(n) for n in str(switches["linear_schedule"]).split("/")]
+        solve = sp.PrimalStep.solve
+        sp.PrimalStep.solve = lambda self, iterations, it=0: solve(self, schedule[it], it)
+    if "row_scale" in switches:
+        scale, precondition = float(switches["row_scale"]), sp.PrimalStep.precondition
+
+        def scaled(self, rv, rl, zv, zl):
+            precondition(self, rv, rl, zv, zl)
+            zl.numpy()[:] *= scale
+
+        sp.PrimalStep.precondition, sp.PrimalStep.record_iterations = scaled, False
+    if switches.get("line_search", True) is False:
+        ss.Solver.line_search_idle = lambda self, it: True
+    if switches.get("end_cone_projection", True) is False:
+        sp.PrimalStep.project_cones = lambda self, it: None
 
 
 def window_speeds(t: np.ndarray, com: np.ndarray, com0: np.ndarray, body_length: float, width: float = 5.0) -> dict:
@@ -92,6 +127,7 @@ def run_variant(name: str, overrides: dict, seconds: float, full: bool, out: str
     from softsnake.sim.warp_runtime import init_warp
 
     init_warp()
+    apply_study_switches(overrides)
     cfg = variant_config(overrides, full)
     t0 = time.perf_counter()
     traj = run_gait(OpenLoopGait(), seconds, config=cfg)
@@ -124,7 +160,8 @@ def main() -> None:
     from softsnake.io.files import write_json_atomic
 
     args.out.mkdir(parents=True, exist_ok=True)
-    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) as pool:
+    # a process per variant: the study switches patch the solver in the process they run in
+    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn"), max_tasks_per_child=1) as pool:
         futures = [pool.submit(run_variant, n, o, args.seconds, args.full, str(args.out)) for n, o in variants]
         rows = []
         for f in futures:
