@@ -21,6 +21,9 @@ rows' own block (bodies and compliance), the row block is the inverse of S + dia
 (coarse coupling: Woodbury-sized), of S + J_p D_v⁻¹ J_pᵀ (rows coupled through shared particles only) or of
 S + J_p P_v J_pᵀ (both).
 
+``--row-scale 3,10,30`` adds the kernels' preconditioner with its rows' block scaled by those factors (a zero-cost
+change that lowers the residual but biases the gait, docs/snake.md).
+
 ``--ideal-rows-gait SECONDS`` runs the gait SECONDS on from the state at ``--seconds`` three ways from one checkpoint:
 at the default budget, at the default budget with the candidate rows' block (both couplings, the shared-particle one
 kept within cross-sections, assembled densely at every Newton iteration: ~4 s per step on the coarse snake), and
@@ -55,6 +58,7 @@ def main() -> None:
     ap.add_argument("--coarse", action="store_true", help="the coarse snake (5 cross-sections per link)")
     ap.add_argument("--newton-iteration", type=int, default=0, help="which Newton iteration's system (0 … newton_iterations − 1)")
     ap.add_argument("--row-study", action="store_true", help="also MINRES with ideal row blocks (dense inverses)")
+    ap.add_argument("--row-scale", default="", help="also the kernels' preconditioner with its rows' block times each of these factors (comma-separated)")
     ap.add_argument("--ideal-rows-gait", type=float, metavar="SECONDS", help="instead: run the gait SECONDS on with the candidate rows' block (CPU, slow)")
     a = ap.parse_args()
     quiet_warp()
@@ -99,6 +103,10 @@ def main() -> None:
     print(f"{mesh} snake, {a.seconds:g} s into the gait, Newton iteration {a.newton_iteration} of the next step: {b.size} unknowns ({nv} particle, {b.size - nv} row), ‖b‖ = {np.linalg.norm(b):.3e}")
     counts = [int(s) for s in a.iterations.split(",")]
     variants = {"kernels' preconditioner": P}
+    for factor in (float(f) for f in a.row_scale.split(",") if f.strip()):
+        M = P.copy()
+        M[nv:, nv:] *= factor
+        variants[f"kernels', rows' block x {factor:g}"] = M
     if a.row_study:
         link, section = particle_sections(sim)
         variants.update(ideal_row_blocks(K, P, nv, captured["diag_v"], link, section, captured["positions"]))
