@@ -2,7 +2,7 @@
 "What sets the gait speed"): the paper's straight gait (ω = 2 Hz, α = π/2, A = 8 psi, latency on) on the coarse snake
 (5 cross-sections per link; ``--full`` for the default mesh), once per variant, mean speeds over 5 s windows.
 
-    python -P benchmarks/snake_gait_sensitivity.py --out runs/sens                 # default variants, ~9 min, 2 jobs
+    python -P benchmarks/snake_gait_sensitivity.py --out runs/sens                 # default variants, ~6 min, 2 jobs
     python -P benchmarks/snake_gait_sensitivity.py --out runs/sens --variant "wide:snake.wheel_track=0.12"
 
 A variant is ``NAME`` (one of the defaults below) or ``NAME:KEY=VALUE[,KEY=VALUE...]`` with KEY ``snake.FIELD``,
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
