@@ -65,6 +65,8 @@ def main() -> None:
     cfg = SnakeConfig()
     if a.coarse:
         cfg = dataclasses.replace(cfg, sections=5, inner_ring=4)
+    if a.ideal_rows_gait is not None and not a.ideal_rows_gait > 0:
+        ap.error("--ideal-rows-gait must be > 0 seconds")
     if not 0 <= a.newton_iteration < cfg.solver.newton_iterations:
         ap.error(f"--newton-iteration must be in 0 … {cfg.solver.newton_iterations - 1}")
     sim = SnakeSim(worlds=1, config=cfg)
@@ -75,7 +77,7 @@ def main() -> None:
     for _ in range(int(round(a.seconds * 60))):
         sim.set_pressure_targets(gait_targets(gait, sim.time, 1, sim.links))
         sim.step()
-    if a.ideal_rows_gait:
+    if a.ideal_rows_gait is not None:
         ideal_rows_gait(sim, a.ideal_rows_gait)
         return
     captured = {}
