@@ -64,7 +64,7 @@ def main() -> None:
     quiet_warp()
     cfg = SnakeConfig()
     if a.coarse:
-        cfg = dataclasses.replace(cfg, sections=5, inner_ring=4)
+        cfg = cfg.with_coarse_mesh()
     if a.ideal_rows_gait is not None and not a.ideal_rows_gait > 0:
         ap.error("--ideal-rows-gait must be > 0 seconds")
     if not 0 <= a.newton_iteration < cfg.solver.newton_iterations:

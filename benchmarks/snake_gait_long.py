@@ -14,17 +14,8 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
-
 WINDOWS = ((0.0, 5.0), (0.0, 10.0), (10.0, 20.0), (20.0, 30.0))
 OFFSETS = (0.0, 0.3, -0.3)
-
-
-def window_speed(t: np.ndarray, com: np.ndarray, com0: np.ndarray, a: float, b: float, body_length: float) -> float:
-    """Mean speed over [a, b] [body lengths/s] from the planar centre-of-mass displacement."""
-    start = com0 if a <= 0.0 else com[np.searchsorted(t, a - 1e-9)]
-    end = com[min(np.searchsorted(t, b - 1e-9), len(t) - 1)]
-    return float(np.linalg.norm((end - start)[:2]) / (b - a) / body_length)
 
 
 def main() -> None:
@@ -51,7 +42,7 @@ def main() -> None:
     L = traj.body_length
     rows = []
     for w, phi in enumerate(OFFSETS):
-        speeds = {f"{a:g}-{b:g} s": window_speed(traj.t, traj.com[:, w], traj.com0[w], a, b, L) for a, b in WINDOWS if b <= traj.t[-1] + 1e-9}
+        speeds = {f"{a:g}-{b:g} s": float(traj.window_speed(a, b)[w]) for a, b in WINDOWS if b <= traj.t[-1] + 1e-9}
         rows.append(dict(phi=phi, speed_body_lengths_per_s=speeds, heading_change_rad=float(traj.turn()[w]), displacement_m=traj.displacement()[w].tolist()))
     write_json_atomic(args.out / "summary.json", dict(seconds=float(traj.t[-1]), body_length_m=L, wall_seconds=wall, device=args.device, runs=rows))
     print(json.dumps(rows, indent=1))

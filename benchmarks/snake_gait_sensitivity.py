@@ -65,8 +65,6 @@ def parse_variant(text: str) -> tuple[str, dict]:
 
 def variant_config(overrides: dict, full: bool):
     """SnakeConfig with the overrides (through the strict TOML-table loader, so bad keys and values are errors)."""
-    import dataclasses
-
     from softsnake.robots.snake import SnakeConfig
 
     tables: dict = {}
@@ -76,7 +74,7 @@ def variant_config(overrides: dict, full: bool):
         table, _, field = key.partition(".")
         tables.setdefault(table, {})[field] = value
     cfg = SnakeConfig.from_dict(tables, source="variant")
-    return cfg if full else dataclasses.replace(cfg, sections=5, inner_ring=4)
+    return cfg if full else cfg.with_coarse_mesh()
 
 
 STUDY_SWITCHES = ("linear_schedule", "row_scale", "line_search", "end_cone_projection")
@@ -107,19 +105,6 @@ def apply_study_switches(overrides: dict) -> None:
         sp.PrimalStep.project_cones = lambda self, it: None
 
 
-def window_speeds(t: np.ndarray, com: np.ndarray, com0: np.ndarray, body_length: float, width: float = 5.0) -> dict:
-    """Mean speed over consecutive windows of ``width`` seconds [body lengths/s], from the planar COM displacement."""
-    out = {}
-    a = 0.0
-    while a + width <= t[-1] + 1e-9:
-        b = a + width
-        start = com0 if a <= 0.0 else com[np.searchsorted(t, a - 1e-9)]
-        end = com[min(np.searchsorted(t, b - 1e-9), len(t) - 1)]
-        out[f"{a:g}-{b:g} s"] = float(np.linalg.norm((end - start)[:2]) / width / body_length)
-        a = b
-    return out
-
-
 def run_variant(name: str, overrides: dict, seconds: float, full: bool, out: str) -> dict:
     from softsnake.experiments.gait import run_gait
     from softsnake.robots.pneumatics import OpenLoopGait
@@ -132,7 +117,8 @@ def run_variant(name: str, overrides: dict, seconds: float, full: bool, out: str
     traj = run_gait(OpenLoopGait(), seconds, config=cfg)
     wall = time.perf_counter() - t0
     traj.save(Path(out) / f"{name}.npz")
-    speeds = window_speeds(traj.t, traj.com[:, 0], traj.com0[0], traj.body_length)
+    windows = [(a, a + 5.0) for a in np.arange(0.0, traj.t[-1] - 5.0 + 1e-9, 5.0)]
+    speeds = {f"{a:g}-{b:g} s": float(traj.window_speed(a, b)[0]) for a, b in windows}
     return dict(name=name, overrides=overrides, speed_body_lengths_per_s=speeds, wall_seconds=wall)
 
 

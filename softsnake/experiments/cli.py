@@ -22,7 +22,7 @@ def _config(args):
 
     cfg = SnakeConfig.from_toml(args.config) if getattr(args, "config", None) else SnakeConfig()
     if getattr(args, "coarse", False):
-        cfg = dataclasses.replace(cfg, sections=5, inner_ring=4)
+        cfg = cfg.with_coarse_mesh()
     budget = {k: v for k, v in (("newton_iterations", getattr(args, "newton", None)), ("linear_iterations", getattr(args, "linear", None))) if v is not None}
     if budget:
         cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, **budget))

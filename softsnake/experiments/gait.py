@@ -40,6 +40,13 @@ class Trajectory:
         d = self.com[-1, :, :2] - self.com[i, :, :2]
         return np.linalg.norm(d, axis=1) / (self.t[-1] - self.t[i]) / self.body_length
 
+    def window_speed(self, a: float, b: float) -> np.ndarray:
+        """Mean planar COM speed (N,) [body lengths / s] over the window [a, b] [s]: from the start state (a ≤ 0) or the
+        first frame at ``a`` to the first frame at ``b`` (the last frame if the run ends first), over b − a."""
+        start = self.com0 if a <= 0.0 else self.com[np.searchsorted(self.t, a - 1e-9)]
+        end = self.com[min(np.searchsorted(self.t, b - 1e-9), len(self.t) - 1)]
+        return np.linalg.norm((end - start)[:, :2], axis=1) / (b - a) / self.body_length
+
     com0: np.ndarray = None  # (N, 3) COM at t = 0 [m]
     heading0: np.ndarray = None  # (N,) heading at t = 0 [rad]
 

@@ -132,6 +132,11 @@ class SnakeConfig:
     def p_max_psi(self) -> float:
         return self.pneumatics.p_max_psi
 
+    def with_coarse_mesh(self) -> "SnakeConfig":
+        """The same snake with the coarse link mesh (5 cross-sections of 13 particles): quick runs and studies
+        (``--coarse`` of the CLI, the benchmarks)."""
+        return dataclasses.replace(self, sections=5, inner_ring=4)
+
     # --------------------------------------------------------------------- TOML
     @classmethod
     def from_toml(cls, path) -> "SnakeConfig":
