@@ -14,8 +14,10 @@ columns itself and so also ran on that checkout with ``PYTHONPATH`` pointing at 
 
 ``--coarse`` takes the coarse snake (5 cross-sections per link, ~2,200 unknowns), ``--newton-iteration k`` the k-th
 Newton iteration's system instead of the first, and ``--row-study`` also runs MINRES with ideal row blocks in place of
-the kernels' one (dense NumPy inverses, eigenvalues floored at 1e-6 of the largest: the row Schur complement is
-near-singular): what a better rows' preconditioner could gain, and which coupling it must capture. With
+the kernels' one (dense NumPy inverses, eigenvalues floored at ``--floor`` × the largest, default 1e-6: the row
+Schur complement is near-singular): what a better rows' preconditioner could gain, and which coupling it must capture.
+Mind the floor: it is part of the preconditioner, not only a safeguard (``--floor 1e-12`` is the exact inverse, which a
+Woodbury factorisation would give; docs/solver.md). With
 P_v = D_v⁻¹ + Q the particles' two-level preconditioner (Jacobi part D_v⁻¹, coarse part Q = P A_c⁻¹ Pᵀ) and S the
 rows' own block (bodies and compliance), the row block is the inverse of S + diag(J_p D_v⁻¹ J_pᵀ) + J_p Q J_pᵀ
 (coarse coupling: Woodbury-sized), of S + J_p D_v⁻¹ J_pᵀ (rows coupled through shared particles only) or of
@@ -58,6 +60,7 @@ def main() -> None:
     ap.add_argument("--coarse", action="store_true", help="the coarse snake (5 cross-sections per link)")
     ap.add_argument("--newton-iteration", type=int, default=0, help="which Newton iteration's system (0 … newton_iterations − 1)")
     ap.add_argument("--row-study", action="store_true", help="also MINRES with ideal row blocks (dense inverses)")
+    ap.add_argument("--floor", type=float, default=1.0e-6, help="eigenvalue floor of the ideal row blocks' inverses, relative to the largest (default 1e-6)")
     ap.add_argument("--row-scale", default="", help="also the kernels' preconditioner with its rows' block times each of these factors (comma-separated)")
     ap.add_argument("--ideal-rows-gait", type=float, metavar="SECONDS", help="instead: run the gait SECONDS on with the candidate rows' block (CPU, slow)")
     a = ap.parse_args()
@@ -65,6 +68,8 @@ def main() -> None:
     cfg = SnakeConfig()
     if a.coarse:
         cfg = cfg.with_coarse_mesh()
+    if not 0.0 < a.floor < 1.0:
+        ap.error("--floor must be in (0, 1)")
     if a.ideal_rows_gait is not None and not a.ideal_rows_gait > 0:
         ap.error("--ideal-rows-gait must be > 0 seconds")
     if not 0 <= a.newton_iteration < cfg.solver.newton_iterations:
@@ -78,7 +83,7 @@ def main() -> None:
         sim.set_pressure_targets(gait_targets(gait, sim.time, 1, sim.links))
         sim.step()
     if a.ideal_rows_gait is not None:
-        ideal_rows_gait(sim, a.ideal_rows_gait)
+        ideal_rows_gait(sim, a.ideal_rows_gait, a.floor)
         return
     captured = {}
     original = sp.PrimalStep.solve
@@ -111,7 +116,7 @@ def main() -> None:
         variants[f"kernels', rows' block x {factor:g}"] = M
     if a.row_study:
         link, section = particle_sections(sim)
-        variants.update(ideal_row_blocks(K, P, nv, captured["diag_v"], link, section, captured["positions"]))
+        variants.update(ideal_row_blocks(K, P, nv, captured["diag_v"], link, section, captured["positions"], a.floor))
     for name, M in variants.items():
         res = []
         for k in counts:
@@ -168,8 +173,9 @@ def section_coarse_rows(c: dict) -> np.ndarray:
     return c["S"] + c["JDJ"] * (c["group"][:, None] == c["group"][None, :]) + c["JQJ"]
 
 
-def ideal_row_blocks(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray, link: np.ndarray, section: np.ndarray, positions: np.ndarray) -> dict:
-    """Block-diagonal preconditioners with the particles' block of ``P`` and ideal row blocks (module docstring)."""
+def ideal_row_blocks(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray, link: np.ndarray, section: np.ndarray, positions: np.ndarray, floor: float = 1.0e-6) -> dict:
+    """Block-diagonal preconditioners with the particles' block of ``P`` and ideal row blocks (module docstring), their
+    inverses' eigenvalues floored at ``floor`` × the largest."""
     c = row_couplings(K, P, nv, diag_v, link, section)
     A, Jp, S, JDJ, JQJ = K[:nv, :nv], c["Jp"], c["S"], c["JDJ"], c["JQJ"]
     # each link's rigid motion as the coarse part instead of the two-level one: Φ (Φᵀ A Φ)⁻¹ Φᵀ
@@ -184,7 +190,7 @@ def ideal_row_blocks(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray, 
     per_link = np.zeros_like(T)
     for k in np.unique(row_link):
         idx = np.nonzero(row_link == k)[0]
-        per_link[np.ix_(idx, idx)] = floored_inverse(T[np.ix_(idx, idx)])
+        per_link[np.ix_(idx, idx)] = floored_inverse(T[np.ix_(idx, idx)], floor)
 
     def with_rows(rows: np.ndarray) -> np.ndarray:
         M = np.zeros_like(P)
@@ -192,19 +198,19 @@ def ideal_row_blocks(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray, 
         return 0.5 * (M + M.T)
 
     return {
-        "rows: coarse coupling": with_rows(floored_inverse(S + np.diag(np.diag(JDJ)) + JQJ)),
-        "rows: shared-particle coupling": with_rows(floored_inverse(S + JDJ)),
-        "rows: both": with_rows(floored_inverse(S + JDJ + JQJ)),
-        "rows: both, shared within sections": with_rows(floored_inverse(T)),
-        "rows: both, coarse = links' rigid": with_rows(floored_inverse(S + JDJ + Jp @ Q_rigid @ Jp.T)),
+        "rows: coarse coupling": with_rows(floored_inverse(S + np.diag(np.diag(JDJ)) + JQJ, floor)),
+        "rows: shared-particle coupling": with_rows(floored_inverse(S + JDJ, floor)),
+        "rows: both": with_rows(floored_inverse(S + JDJ + JQJ, floor)),
+        "rows: both, shared within sections": with_rows(floored_inverse(T, floor)),
+        "rows: both, coarse = links' rigid": with_rows(floored_inverse(S + JDJ + Jp @ Q_rigid @ Jp.T, floor)),
         "rows: both, sections, per link": with_rows(per_link),
     }
 
 
 @contextlib.contextmanager
-def ideal_rows_preconditioner(link: np.ndarray, section: np.ndarray):
+def ideal_rows_preconditioner(link: np.ndarray, section: np.ndarray, floor: float = 1.0e-6):
     """Within the block, every MINRES solve of a (one-world, CPU) run uses the rows' block
-    floored_inverse(section_coarse_rows(...)), assembled densely at each Newton iteration (~4 s per step on the coarse
+    floored_inverse(section_coarse_rows(...), floor), assembled densely at each Newton iteration (~4 s per step on the coarse
     snake): the gait the candidate preconditioner would give, before anyone builds it."""
     solve, precondition, record = sp.PrimalStep.solve, sp.PrimalStep.precondition, sp.PrimalStep.record_iterations
 
@@ -214,7 +220,7 @@ def ideal_rows_preconditioner(link: np.ndarray, section: np.ndarray):
         P, _ = self.dense(lambda *args: precondition(self, *args))
         K, P, nv = 0.5 * (K + K.T), 0.5 * (P + P.T), 3 * self.s.model.particle_count
         c = row_couplings(K, P, nv, self.diag_v.numpy().astype(np.float64), link, section)
-        self._ideal_rows = (index[nv:] - nv, floored_inverse(section_coarse_rows(c)).astype(np.float32))
+        self._ideal_rows = (index[nv:] - nv, floored_inverse(section_coarse_rows(c), floor).astype(np.float32))
         return solve(self, iterations, it)
 
     def ideal_precondition(self, rv, rl, zv, zl):
@@ -247,14 +253,14 @@ def gait_from(checkpoint: Path, seconds: float, solver=None) -> float:
     return float(np.linalg.norm((sim.com()[0] - start)[:2]))
 
 
-def ideal_rows_gait(sim: SnakeSim, seconds: float) -> None:
+def ideal_rows_gait(sim: SnakeSim, seconds: float, floor: float = 1.0e-6) -> None:
     """From the gait's current state: ``seconds`` more at the default budget, with the candidate rows' block, and
     converged (8 × 100, linear tolerance 1e-5)."""
     link, section = particle_sections(sim)
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = sim.save(Path(tmp) / "start.npz")
         rows = [("4 x 20, kernels' preconditioner", gait_from(checkpoint, seconds))]
-        with ideal_rows_preconditioner(link, section):
+        with ideal_rows_preconditioner(link, section, floor):
             rows.append(("4 x 20, candidate rows' block", gait_from(checkpoint, seconds)))
         converged = dataclasses.replace(sim.config.solver, newton_iterations=8, linear_iterations=100, linear_tolerance=1e-5)
         rows.append(("8 x 100, tolerance 1e-5", gait_from(checkpoint, seconds, converged)))

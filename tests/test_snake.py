@@ -277,13 +277,20 @@ def test_checkpoint_resumes_bit_identically(tmp_path):
     sim = SnakeSim(worlds=2, config=cfg)
     run_gait(gait, 0.3, sim=sim)
     path = sim.save(tmp_path / "snake.npz")
+    snapshot = sim.snapshot()
     run_gait(gait, 0.3, sim=sim)
     resumed = SnakeSim.load(path)
     assert resumed.frame == int(round(0.3 / cfg.frame_dt)) and resumed.config == sim.config
     run_gait(gait, 0.3, sim=resumed)
-    assert np.array_equal(resumed.particle_positions(), sim.particle_positions())
-    assert np.array_equal(resumed.body_poses(), sim.body_poses())
-    assert np.array_equal(resumed.chamber_pressures(), sim.chamber_pressures())
+    in_memory = SnakeSim(worlds=2, config=cfg)
+    in_memory.restore(snapshot)
+    run_gait(gait, 0.3, sim=in_memory)
+    for other in (resumed, in_memory):
+        assert np.array_equal(other.particle_positions(), sim.particle_positions())
+        assert np.array_equal(other.body_poses(), sim.body_poses())
+        assert np.array_equal(other.chamber_pressures(), sim.chamber_pressures())
+    with pytest.raises(ValueError, match="2 worlds"):
+        SnakeSim(worlds=1, config=cfg).restore(snapshot)
 
 
 @pytest.mark.skipif(not os.environ.get("SOFTSNAKE_SLOW_TESTS"), reason="60 s of gait take ~3 min on 2 CPU cores; set SOFTSNAKE_SLOW_TESTS=1")

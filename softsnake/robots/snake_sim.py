@@ -140,22 +140,48 @@ class SnakeSim:
         return d / self.config.link_length
 
     # ------------------------------------------------------------ checkpoints
+    def snapshot(self) -> dict:
+        """Host copies of everything a step depends on: time, pressures, targets, the engine state and the solver's
+        carried arrays (``restore`` puts them back; ``save`` writes them with the config). For in-memory rollouts from
+        one state, e.g. the same frame at several solver budgets (benchmarks/snake_step_error.py)."""
+        arrays = dict(
+            meta=np.array(json.dumps(dict(worlds=self.worlds, frame=self.frame))),
+            chamber_pressures=self._pressures.values,
+            targets=self._targets.copy(),
+            particle_q=self.state.particle_q.numpy().copy(),
+            particle_qd=self.state.particle_qd.numpy().copy(),
+            body_q=self.state.body_q.numpy().copy(),
+            body_qd=self.state.body_qd.numpy().copy(),
+        )
+        arrays.update({"solver_" + k: v for k, v in self.solver.carried_state().items()})
+        return arrays
+
+    def restore(self, snapshot: dict) -> None:
+        """Put back what :meth:`snapshot` returned (or a checkpoint's arrays) into this simulation, whose model must
+        have the same size (its solver budget may differ). ValueError on a mismatch of worlds or state shapes, raised
+        before anything is assigned."""
+        meta = json.loads(str(snapshot["meta"]))
+        if meta["worlds"] != self.worlds:
+            raise ValueError(f"the snapshot has {meta['worlds']} worlds, this simulation {self.worlds}")
+        names = ("particle_q", "particle_qd", "body_q", "body_qd")
+        for name in names:
+            want, got = getattr(self.state, name).shape, np.shape(snapshot[name])
+            if tuple(got[:1]) != tuple(want[:1]):
+                raise ValueError(f"the snapshot's {name} has shape {got}, this model has {want[0]} entries")
+        self._pressures.set_state(snapshot["chamber_pressures"])
+        self._targets = np.asarray(snapshot["targets"], dtype=np.float64).copy()
+        for name in names:
+            getattr(self.state, name).assign(snapshot[name])
+        self.solver.restore_carried_state({k[len("solver_"):]: v for k, v in snapshot.items() if k.startswith("solver_")})
+        self.frame = int(meta["frame"])
+        self.time = self.frame * self.config.frame_dt
+        self._upload_pressures()
+
     def save(self, path) -> Path:
         """Write a checkpoint (.npz, atomically): config, time, pressures, targets, the engine state and the solver's
         carried arrays. ``SnakeSim.load`` resumes it bit-identically on the same device type."""
         path = Path(path)
-        arrays = dict(
-            format=np.array(CHECKPOINT_FORMAT),
-            config_toml=np.array(self.config.to_toml()),
-            meta=np.array(json.dumps(dict(worlds=self.worlds, frame=self.frame))),
-            chamber_pressures=self._pressures.values,
-            targets=self._targets,
-            particle_q=self.state.particle_q.numpy(),
-            particle_qd=self.state.particle_qd.numpy(),
-            body_q=self.state.body_q.numpy(),
-            body_qd=self.state.body_qd.numpy(),
-        )
-        arrays.update({"solver_" + k: v for k, v in self.solver.carried_state().items()})
+        arrays = dict(format=np.array(CHECKPOINT_FORMAT), config_toml=np.array(self.config.to_toml()), **self.snapshot())
         return write_npz_atomic(path, **arrays)
 
     @classmethod
@@ -181,14 +207,7 @@ class SnakeSim:
         if lam is not None and lam.shape != sim.solver.lam.shape and not config.attached_section_rows:
             # written before the redundant rows inside the attached end sections were dropped: the model it ran
             sim = cls(worlds=meta["worlds"], device=device or "cpu", config=dataclasses.replace(config, attached_section_rows=True))
-        sim._pressures.set_state(data["chamber_pressures"])
-        sim._targets = np.asarray(data["targets"], dtype=np.float64)
-        for name in ("particle_q", "particle_qd", "body_q", "body_qd"):
-            getattr(sim.state, name).assign(data[name])
-        sim.solver.restore_carried_state({k[len("solver_"):]: v for k, v in data.items() if k.startswith("solver_")})
-        sim.frame = int(meta["frame"])
-        sim.time = sim.frame * config.frame_dt
-        sim._upload_pressures()
+        sim.restore(data)
         return sim
 
     def __repr__(self) -> str:
