@@ -67,6 +67,40 @@ def test_anisotropic_wheel_slides_when_axial_friction_is_low():
     assert np.abs(held[-1, 1]) < 0.05 * np.abs(free[-1, 1])  # high friction along the axis: (almost) held
 
 
+def test_cart_on_damped_wheels_coasts_down_at_the_analytic_rate():
+    """A four-wheel cart (the snake's carriage wheels: r = 30 mm, 30 g, bearing loss c = 3e-5 N m s/rad) pushed to
+    0.1 m/s on flat ground, μ = 1, at the real-time budget: rolling without slip, the hinges' torque c·ω = c·v/r per
+    wheel gives M_eff·dv/dt = −4c·v/r², so v decays as exp(−t/τ) with τ = M_eff·r²/(4c), M_eff the mass plus each
+    wheel's I/r². The snake's steady gait speed is the balance of a small net thrust against this loss
+    (docs/snake.md), so the loss must come out right at the budget."""
+    r, c, v0 = 0.03, 3.0e-5, 0.1
+    b = ss.ModelBuilder()
+    cart = b.add_body((0.0, 0.0, r), vel=(v0, 0.0, 0.0))
+    b.add_shape_box(cart, (0.06, 0.03, 0.01), density=2000.0)
+    wheels = []
+    for x, y in ((-0.05, -0.05), (-0.05, 0.05), (0.05, -0.05), (0.05, 0.05)):
+        w = b.add_body((x, y, r), rot=(S, 0.0, 0.0, S), vel=(v0, 0.0, 0.0), ang_vel=(0.0, v0 / r, 0.0))  # rolling
+        b.add_shape_cylinder(w, r, 0.005, mu=1.0, density=0.03 / (np.pi * r * r * 0.01), body_contact=False, particle_contact=False)
+        b.add_joint_revolute(cart, w, (x, y, r), (0.0, 1.0, 0.0), target_velocity=0.0, damping=c)
+        wheels.append(w)
+    b.add_ground_plane(mu=1.0)
+    masses, inertias = b.resolved_body_mass_properties()
+    model = b.finalize(device=TEST_DEVICE)
+    state = model.state()
+    solver = ss.Solver(model)  # defaults: h = 1/120 s, 4 Newton × 20
+    t = np.arange(1, 361) * solver.dt  # 3 s
+    v = np.empty(len(t))
+    for k in range(len(t)):
+        solver.step(state)
+        v[k] = state.body_qd.numpy()[0][0]
+    tau = (float(np.sum(masses)) + sum(np.asarray(inertias[w])[2, 2] for w in wheels) / r**2) * r**2 / (4 * c)
+    late = t > 0.2
+    fitted = -1.0 / np.polyfit(t[late], np.log(v[late]), 1)[0]
+    assert fitted == pytest.approx(tau, rel=0.01)  # 3.51 s; measured +0.12 % (4 × 20), +0.35 % at 8 × 100
+    assert v[-1] == pytest.approx(v0 * np.exp(-t[-1] / tau), rel=0.01)
+    assert np.abs(state.body_q.numpy()[:, 2] - r).max() < 1e-3  # on its wheels, no hop
+
+
 def box_scene(dt, seconds, *, on_static=False, stack=1, offset=0.0):
     b = ss.ModelBuilder()
     h = 0.05
