@@ -107,3 +107,37 @@ def coarse_restrict(
         rc[base] = a[0]
         rc[base + 1] = a[1]
         rc[base + 2] = a[2]
+
+
+@wp.kernel
+def balance_body_momentum(
+    particles_per_world: int,
+    bodies_per_world: int,
+    body_start: wp.array(dtype=int),
+    body_particles: wp.array(dtype=int),
+    body_inv_mass: wp.array(dtype=float),
+    mass: wp.array(dtype=float),
+    bv: wp.array(dtype=wp.vec3),
+    # Out:
+    v: wp.array(dtype=wp.vec3),
+):
+    """Newton's third law per soft body after a truncated solve: with bv = Jᵀλ − M(v − ṽ) per particle (the momentum
+    residual at the step's last iterate), the body's net residual impulse Σ bv is what the solve left unbalanced;
+    adding Δv = Σ bv / Σ m to every free particle of the body removes it, so that the body's momentum change equals the
+    impulses on it. body_inv_mass = 1/Σ m, 0 for a body that is not corrected (one with kinematic particles: its
+    supports take the residual)."""
+    tid, lane = wp.tid()
+    w = tid // bodies_per_world
+    c = tid - w * bodies_per_world
+    inv = body_inv_mass[c]
+    if inv == 0.0:
+        return  # uniform over the block
+    base = w * particles_per_world
+    acc = wp.vec3()
+    for k in range(body_start[c] + lane, body_start[c + 1], wp.block_dim()):
+        acc += bv[base + body_particles[k]]
+    dv = wp.tile_extract(wp.tile_sum(wp.tile(acc, preserve_type=True)), 0) * inv
+    for k in range(body_start[c] + lane, body_start[c + 1], wp.block_dim()):
+        p = body_particles[k]
+        if mass[p] > 0.0:
+            v[base + p] = v[base + p] + dv

@@ -10,7 +10,10 @@ at 4b5edc2, whose kernels give the recorded frame bit for bit. The replay keeps 
 ``SnakeSim.load`` restores for it), which later commits changed on purpose. When the rows' preconditioner changed on
 purpose (float64 body blocks, two-level attachment masses), the frame and the first solve were re-recorded from the
 same checkpoint (``make_recorded_step.py --rerecord``); the right-hand side, the product and the particles'
-preconditioner still matched the 4b5edc2 recording within 1e-5 then.
+preconditioner still matched the 4b5edc2 recording within 1e-5 then. When the solver began to balance each soft
+body's momentum at the end of a step (SolverConfig.momentum_balance, 2026-11-25) the frame was re-recorded again; with
+the balance switched off the replay still matched the earlier recording, and the first solve's file came out bit for
+bit the same.
 
 Optimised kernels (fused launches, reordered or parallel sums) change float32 round-off. The first Newton iteration
 is a function of the step's inputs alone, so its quantities must agree within 1e-5 of their scale. The end of the

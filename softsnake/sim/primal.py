@@ -33,6 +33,17 @@ def tet_scaled_lame(data: ModelData, h: float) -> np.ndarray:
     return np.stack([scale * lam, scale * mu], axis=1) if len(lam) else np.zeros((1, 2))
 
 
+def momentum_body_inv_mass(body_start: np.ndarray, body_particles: np.ndarray, mass: np.ndarray, inv_mass: np.ndarray) -> np.ndarray:
+    """(bodies,) 1/Σm [1/kg] of each soft body (CSR body_start/body_particles) whose particles are all free, 0 for a
+    body with a kinematic particle (held by it: no uniform correction) — PrimalStep.balance_momentum."""
+    out = np.zeros(max(len(body_start) - 1, 1))
+    for c in range(len(body_start) - 1):
+        ids = np.asarray(body_particles[body_start[c] : body_start[c + 1]])
+        if ids.size and np.all(np.asarray(inv_mass)[ids] > 0):
+            out[c] = 1.0 / float(np.sum(np.asarray(mass, dtype=np.float64)[ids]))
+    return out
+
+
 def with_inverse_masses(data: ModelData, inv_mass: wp.array) -> ModelData:
     """A copy of ``data`` (the same device arrays) whose particles have the inverse masses ``inv_mass`` [1/kg]. A new
     struct: copy.copy would share the ctypes storage with ``data``."""
@@ -111,6 +122,8 @@ class PrimalStep:
         self.use_coarse = 1 if self.nodes > 0 else 0
         self.body_start = i32(cs.body_particle_start)
         self.body_particles = i32(cs.body_particles)
+        # momentum balance (balance_momentum): 1/Σm of each soft body without kinematic particles, 0 for the others
+        self.body_inv_mass = f32(momentum_body_inv_mass(cs.body_particle_start, cs.body_particles, m.particle_mass, m.particle_inv_mass_host))
         self.body_of_particle = i32(cs.body_of_particle)
         self.rest = wp.array(cs.rest.astype(np.float32), dtype=wp.vec3, device=dev)
         self.node_index = i32(cs.node_index.ravel())
@@ -399,6 +412,22 @@ class PrimalStep:
         s._res[it].zero_()
         self.assemble(min(it, s.config.newton_iterations - 1), scale, s._res[it])
 
+    def balance_momentum(self) -> None:
+        """Each free soft body's uniform velocity change that removes its net momentum residual (self.b[0], the last
+        assembly's Jᵀλ − M(v − ṽ)): the truncated solve's spurious net impulse (SolverConfig.momentum_balance,
+        kernels/block_sums.py balance_body_momentum)."""
+        s, m = self.s, self.s.model
+        if self.bodies == 0 or not s.config.momentum_balance:
+            return
+        wp.launch_tiled(
+            kbs.balance_body_momentum,
+            dim=[m.worlds * self.bodies],
+            inputs=[m.particle_count, self.bodies, self.body_start, self.body_particles, self.body_inv_mass, self.mass, self.b[0]],
+            outputs=[s.v],
+            block_dim=s.sum_block_dim,
+            device=m.device,
+        )
+
     def launch_step(self, scale: wp.array) -> None:
         """Newton iterations of one step (after the prediction and the linearisation pass)."""
         s, m, cfg, dev = self.s, self.s.model, self.s.config, self.s.model.device
@@ -418,6 +447,7 @@ class PrimalStep:
             if it > 0:
                 self.backtrack(it, scale)
             if tol_sq > 0.0 and not dev.is_cuda and np.all(s._res[it].numpy() <= tol_sq):
+                self.balance_momentum()
                 return  # every world converged (CPU: device arrays are host memory)
             if self.has_bodies and s.config.body_preconditioner:
                 self._factor_body_blocks()  # the rows' preconditioner at the rows this solve sees
@@ -425,3 +455,4 @@ class PrimalStep:
             self.apply_update(it)
         self.assemble(N, scale, s._res[N])
         self.backtrack(N, scale)
+        self.balance_momentum()

@@ -112,6 +112,11 @@ class SolverConfig:
     coarse_cell_edges: float = 2.0
     #: primal FEM: precondition the rows that act on rigid bodies with the bodies' exact mass coupling (Woodbury)
     body_preconditioner: bool = True
+    #: primal FEM: after the last Newton iteration, give each free soft body (no kinematic particles) the uniform
+    #: velocity change that makes its momentum change equal the impulses on it. A truncated linear solve leaves a
+    #: momentum residual whose sum acts as a spurious external force (a few mN on the snake, as large as its gait's
+    #: net thrust; docs/solver.md, "Momentum balance"); off: keep the truncated solve's velocities
+    momentum_balance: bool = True
 
     def __post_init__(self):
         for name in ("newton_iterations", "linear_iterations"):

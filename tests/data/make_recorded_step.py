@@ -14,9 +14,10 @@ right-hand side, product, preconditioner and linear solve (written at commit 4b5
 
 ``--rerecord`` keeps the checkpoint and writes the state one frame later and the first-solve file again with the
 current kernels, replayed with the recording's model (tests/test_recorded_step.py, ``recorded_frame``). It is for an
-intended change of the solver's mathematics, which the recording cannot follow: used once, when the rows'
-preconditioner changed (float64 body blocks, two-level attachment masses; the right-hand side, the product and the
-particles' preconditioner still matched the 4b5edc2 recording within 1e-5 before it was re-recorded).
+intended change of the solver's mathematics, which the recording cannot follow: used when the rows' preconditioner
+changed (float64 body blocks, two-level attachment masses; the right-hand side, the product and the particles'
+preconditioner still matched the 4b5edc2 recording within 1e-5 before it was re-recorded), and when the end-of-step
+momentum balance came in (SolverConfig.momentum_balance; with it off the replay matched the recording before).
 """
 
 import sys
