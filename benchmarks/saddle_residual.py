@@ -38,9 +38,6 @@ also make the gait right, not only the residual smaller.
 import argparse
 import contextlib
 import dataclasses
-import tempfile
-import tomllib
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse.linalg as sla
@@ -236,16 +233,11 @@ def ideal_rows_preconditioner(link: np.ndarray, section: np.ndarray, floor: floa
         sp.PrimalStep.solve, sp.PrimalStep.precondition, sp.PrimalStep.record_iterations = solve, precondition, record
 
 
-def gait_from(checkpoint: Path, seconds: float, solver=None) -> float:
-    """COM displacement [m] of the straight gait run ``seconds`` on from a checkpoint (with other solver settings)."""
-    if solver is not None:
-        with np.load(checkpoint, allow_pickle=False) as f:
-            data = {k: f[k] for k in f.files}
-        config = SnakeConfig.from_dict(tomllib.loads(str(data["config_toml"])))
-        data["config_toml"] = np.array(dataclasses.replace(config, solver=solver).to_toml())
-        checkpoint = checkpoint.with_name(checkpoint.stem + "_solver.npz")
-        np.savez(checkpoint, **data)
-    sim = SnakeSim.load(checkpoint)
+def gait_from(config: SnakeConfig, snapshot: dict, seconds: float) -> float:
+    """COM displacement [m] of the straight gait run ``seconds`` on from ``snapshot`` (SnakeSim.snapshot) by a snake
+    with ``config`` (the snapshot's snake, possibly another solver budget)."""
+    sim = SnakeSim(worlds=1, config=config)
+    sim.restore(snapshot)
     gait, start = default_gait(), sim.com()[0]
     for _ in range(int(round(seconds * 60))):
         sim.set_pressure_targets(gait_targets(gait, sim.time, 1, sim.links))
@@ -257,13 +249,12 @@ def ideal_rows_gait(sim: SnakeSim, seconds: float, floor: float = 1.0e-6) -> Non
     """From the gait's current state: ``seconds`` more at the default budget, with the candidate rows' block, and
     converged (8 × 100, linear tolerance 1e-5)."""
     link, section = particle_sections(sim)
-    with tempfile.TemporaryDirectory() as tmp:
-        checkpoint = sim.save(Path(tmp) / "start.npz")
-        rows = [("4 x 20, kernels' preconditioner", gait_from(checkpoint, seconds))]
-        with ideal_rows_preconditioner(link, section, floor):
-            rows.append(("4 x 20, candidate rows' block", gait_from(checkpoint, seconds)))
-        converged = dataclasses.replace(sim.config.solver, newton_iterations=8, linear_iterations=100, linear_tolerance=1e-5)
-        rows.append(("8 x 100, tolerance 1e-5", gait_from(checkpoint, seconds, converged)))
+    snapshot = sim.snapshot()
+    rows = [("4 x 20, kernels' preconditioner", gait_from(sim.config, snapshot, seconds))]
+    with ideal_rows_preconditioner(link, section, floor):
+        rows.append(("4 x 20, candidate rows' block", gait_from(sim.config, snapshot, seconds)))
+    converged = dataclasses.replace(sim.config.solver, newton_iterations=8, linear_iterations=100, linear_tolerance=1e-5)
+    rows.append(("8 x 100, tolerance 1e-5", gait_from(dataclasses.replace(sim.config, solver=converged), snapshot, seconds)))
     for name, d in rows:
         print(f"{name:<34} COM displacement over the next {seconds:g} s: {d:.5f} m")
 

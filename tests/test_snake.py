@@ -199,8 +199,9 @@ def test_default_gait_moves_forward(gait_runs):
 def test_gait_at_the_budget_follows_a_converged_solve():
     """The coarse snake's 3 s straight gait at the real-time budget (4 × 20) against 8 × 100 with a 1e-5 MINRES
     tolerance, within 15 % (the converged runs themselves move by ~8 % with round-off; measured 0.0464 against
-    0.0470 m with the momentum balance, 0.0439 against 0.0435 m before it). Until the rows' preconditioner was fixed (float64 body blocks, two-level attachment masses) the
-    truncated linear solves pushed the snake 43 % farther (0.063 m; docs/snake.md)."""
+    0.0470 m with the momentum balance, 0.0439 against 0.0435 m before it). Until the rows' preconditioner was fixed
+    (float64 body blocks, two-level attachment masses) the truncated linear solves pushed the snake 43 % farther
+    (0.063 m; docs/snake.md)."""
     cfg = coarse()
     converged = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, newton_iterations=8, linear_iterations=100, linear_tolerance=1e-5))
     budget = run_gait(OpenLoopGait(), 3.0, config=cfg).displacement()[0, 0]
