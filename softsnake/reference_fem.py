@@ -67,19 +67,19 @@ def cantilever_tip_deflection(length, width, depth, youngs, nu, density, g) -> f
 def link_static_curvature(config, pressure_psi: float) -> float:
     """Static curvature [1/m] of one free soft link (``robots.snake_link`` mesh and constraint families) with chamber 0
     at gauge ``pressure_psi`` (chamber 1 for a negative value), from one sparse direct solve of the linearised model:
-    linear tets (E, ν of ``config``), the layer and perimeter rows as hard linear constraints (Lagrange multipliers),
+    linear tets (``link_material``'s E, ν of ``config``), the layer and perimeter rows as hard linear constraints (Lagrange multipliers),
     the pressurised chamber's actuation rows as springs of stiffness 1/compliance whose rest length is scaled by
     ε(p) = 1 + p/Y (Eq. 4; the vented chamber's are off, as in ``SnakeSim``).
     The first cross-section is clamped and the last one moves as a rigid body (the carriages' attachments); no
     gravity, no ground. Curvature = yaw of the last section / link length, as ``SnakeSim.curvatures`` measures it."""
-    from softsnake.robots.snake import actuation_compliance
+    from softsnake.robots.snake import actuation_compliance, link_material
     from softsnake.robots.snake_link import link_mesh
 
     c = config
     mesh = link_mesh(c.link_length, c.link_radius, c.sections, c.inner_ring)
     X = np.asarray(mesh.vertices, dtype=np.float64)
     n = len(X)
-    K = linear_tet_stiffness(X, mesh.tets, c.youngs_modulus, c.poisson_ratio)
+    K = linear_tet_stiffness(X, mesh.tets, link_material(c)[0], c.poisson_ratio)
     # reduced coordinates: free particles of the inner sections (3 each) + the rigid motion (t, ω) of the last section
     last = int(mesh.section.max())
     inner = np.nonzero((mesh.section > 0) & (mesh.section < last))[0]

@@ -50,6 +50,13 @@ class SnakeConfig:
     #: chamber cross-section area A_c [m²] (≈ 12 mm chamber diameter): the actuation constraints of one chamber have a
     #: combined stiffness A_c·Y over one segment, so a blocked chamber at pressure p pushes with p·A_c (Eq. 4)
     chamber_area: float = 1.13e-4
+    #: the two chambers are air, not rubber: the link's tets get the density and the bending stiffness of the hollow
+    #: section (chambers of area A_c with their axes at half the link radius, walls of equal thickness to the centre
+    #: layer and to the surface): ρ × (1 − 2A_c/πR²) and Young's modulus × I_hollow/I_solid, the second moments of area
+    #: about the inextensible centre plane (``link_material``; 0.820 and 0.804 for the defaults). The mesh itself stays
+    #: solid (paper Sec. V) and the actuation lines keep the material's Y (Eq. 4). False: the solid link of the
+    #: releases before (the checkpoints they wrote load with it)
+    chamber_voids: bool = True
     carriage_length: float = 0.035  # rigid cap pair + electronics plate, along the body
     carriage_width: float = 0.05
     carriage_height: float = 0.04
@@ -97,8 +104,11 @@ class SnakeConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"SnakeConfig.{name} must be a finite number ≥ 0, got {v!r}")
-        if not isinstance(self.attached_section_rows, bool):
-            raise ValueError(f"SnakeConfig.attached_section_rows must be true or false, got {self.attached_section_rows!r}")
+        for name in ("attached_section_rows", "chamber_voids"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"SnakeConfig.{name} must be true or false, got {getattr(self, name)!r}")
+        if self.chamber_voids and self.chamber_area >= math.pi * self.link_radius**2 / 4:
+            raise ValueError(f"SnakeConfig.chamber_area {self.chamber_area!r} m² leaves no wall: with chamber_voids a chamber's diameter must be below the link radius (area < πR²/4 = {math.pi * self.link_radius**2 / 4:.4g} m²)")
         f = self.contact_slot_fraction
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 < f <= 1.0:
             raise ValueError(f"SnakeConfig.contact_slot_fraction must be a number in (0, 1], got {f!r}")
@@ -205,6 +215,23 @@ def actuation_compliance(config: SnakeConfig, mesh: LinkMesh) -> float:
     return segment * lines / (config.chamber_area * config.youngs_modulus)
 
 
+def link_material(config: SnakeConfig) -> tuple[float, float]:
+    """Young's modulus [Pa] and density [kg/m³] of the link's tets. With ``chamber_voids`` the solid mesh stands for
+    the hollow link: two circular chambers of area A_c whose axes lie at d = R/2 from the centre plane (the
+    inextensible layer, the neutral plane of bending) take out 2A_c of the section's πR² and
+    2(πr⁴/4 + A_c d²) of its second moment πR⁴/4 (parallel-axis theorem, r² = A_c/π), so
+    ρ_eff = ρ (1 − 2A_c/πR²) and Y_eff = Y · I_hollow / I_solid: the mesh then has the hollow section's mass and
+    Euler–Bernoulli bending stiffness. Without it, the material's own Y and ρ."""
+    c = config
+    if not c.chamber_voids:
+        return c.youngs_modulus, c.density
+    R, A = c.link_radius, c.chamber_area
+    d = R / 2
+    solid = math.pi * R**4 / 4
+    hollow = solid - 2 * (A * A / (4 * math.pi) + A * d * d)  # πr⁴/4 = A²/(4π)
+    return c.youngs_modulus * hollow / solid, c.density * (1 - 2 * A / (math.pi * R**2))
+
+
 def build_snake(config: SnakeConfig) -> tuple[ModelBuilder, SnakeLayout]:
     """A builder holding one snake on a ground plane (μ = config.mu). The snake lies along +x, carriage 0 at the
     tail end (x = 0) … carriage ``links`` at the head; link i joins carriage i and i+1."""
@@ -232,10 +259,11 @@ def build_snake(config: SnakeConfig) -> tuple[ModelBuilder, SnakeLayout]:
             b.add_joint_revolute(body, wheel, (x, y, z0), (0.0, 1.0, 0.0), **drive)
             wheels.append(wheel)
     act_compliance = actuation_compliance(c, mesh)
+    link_youngs, link_density = link_material(c)
     link_particles, chamber = [], []
     for i in range(c.links):
         x0 = i * pitch + c.carriage_length
-        ids = b.add_soft_mesh(mesh.vertices, mesh.tets, density=c.density, youngs_modulus=c.youngs_modulus, poisson_ratio=c.poisson_ratio, damping=c.material_damping, pos=(x0, 0.0, z0))
+        ids = b.add_soft_mesh(mesh.vertices, mesh.tets, density=link_density, youngs_modulus=link_youngs, poisson_ratio=c.poisson_ratio, damping=c.material_damping, pos=(x0, 0.0, z0))
         link_particles.append(ids)
         last = mesh.section.max()
         for pairs in (mesh.layer_pairs, mesh.perimeter_pairs):

@@ -197,7 +197,11 @@ class SnakeSim:
             raise ValueError(f"{str(path)!r} is not a softsnake snake checkpoint")
         import tomllib
 
-        config = SnakeConfig.from_dict(tomllib.loads(str(data["config_toml"])), source=str(path))
+        table = tomllib.loads(str(data["config_toml"]))
+        config = SnakeConfig.from_dict(table, source=str(path))
+        if "chamber_voids" not in table.get("snake", table):
+            # saved before the link's tets took the hollow section's stiffness and mass: the solid link it ran
+            config = dataclasses.replace(config, chamber_voids=False)
         meta = json.loads(str(data["meta"]))
         if "solver_contact_particle" not in data:
             # saved before the compact contact list: one contact slot per particle, which the solver state needs
