@@ -26,8 +26,6 @@ import numpy as np
 H = 1.0 / 120.0
 #: extra SolverConfig settings from --solver key=value (e.g. fem=dual); empty on the default
 OVERRIDES: dict = {}
-#: the 8-psi static curvature of the full link (softsnake.reference_fem.link_static_curvature), 1/m
-LINK_REFERENCE = 3.683
 
 
 def _solver(ss, model):
@@ -106,7 +104,10 @@ def scene_snake_link(ss):
         wall += time.perf_counter() - t0
         res.append(sim.solver.diagnostics().residual_norm[:, 0])
     kappa = float(sim.curvatures()[0, 0])
-    return np.asarray(res), 1e3 * wall / (frames * cfg.substeps), dict(error=abs(kappa / LINK_REFERENCE - 1.0), error_kind=f"|κ(8 psi)/{LINK_REFERENCE} − 1| (static solve of the link model)", curvature=kappa)
+    from softsnake.reference_fem import link_static_curvature
+
+    reference = link_static_curvature(cfg, 8.0)  # the 8-psi static curvature of this link model [1/m]
+    return np.asarray(res), 1e3 * wall / (frames * cfg.substeps), dict(error=abs(kappa / reference - 1.0), error_kind=f"|κ(8 psi)/{reference:.3f} − 1| (static solve of the link model)", curvature=kappa)
 
 
 SCENES = {"stick incline": scene_stick, "cantilever": _cantilever, "frictional drop": scene_drop, "snake link 8 psi": scene_snake_link}
