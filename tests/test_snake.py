@@ -221,7 +221,7 @@ def test_default_gait_moves_forward(gait_runs):
     traj, _ = gait_runs
     d = traj.displacement()[0]
     # after the start-up from rest (pneumatic latency, the wave building up along the body; the coarse snake
-    # reaches ~0.07 body lengths/s after ~5 s): real robots of this family crawl at 0.1–0.25 body lengths/s (solver
+    # averages 0.086 body lengths/s over 5–10 s, hollow link): real robots of this family crawl at 0.1–0.25 body lengths/s (solver
     # notes §9)
     speed = traj.speed_body_lengths(start=5.0)[0]
     assert 0.05 <= speed <= 0.3, speed
@@ -231,8 +231,9 @@ def test_default_gait_moves_forward(gait_runs):
 
 def test_gait_at_the_budget_follows_a_converged_solve():
     """The coarse snake's 3 s straight gait at the real-time budget (4 × 20) against 8 × 100 with a 1e-5 MINRES
-    tolerance, within 15 % (the converged runs themselves move by ~8 % with round-off; measured 0.0464 against
-    0.0470 m with the momentum balance, 0.0439 against 0.0435 m before it). Until the rows' preconditioner was fixed
+    tolerance, within 15 % (the converged runs themselves move by ~8 % with round-off; measured 0.0597 against
+    0.0587 m with the hollow link, 0.0464 against 0.0470 m with the solid link and the momentum balance, 0.0439
+    against 0.0435 m before it). Until the rows' preconditioner was fixed
     (float64 body blocks, two-level attachment masses) the truncated linear solves pushed the snake 43 % farther
     (0.063 m; docs/snake.md)."""
     cfg = coarse()
@@ -247,8 +248,8 @@ def test_offset_turns_in_opposite_directions(gait_runs):
     """φ > 0 keeps chamber 0 (bends toward +y) inflated longer: the snake turns counter-clockwise (toward +y), φ < 0
     clockwise, relative to the φ = 0 gait (whose heading drifts by its start phase). The two are not mirror images
     (−a_i(−φ) is the φ gait shifted by half a period), so the signs are checked, and that each turn stands clear of the
-    straight gait's own drift (measured on the coarse snake in 10 s: −0.002 rad straight, +0.037 / −0.035 rad relative
-    to it for φ = ±0.3)."""
+    straight gait's own drift (measured on the coarse snake in 10 s: −0.002 rad straight, +0.062 / −0.066 rad relative
+    to it for φ = ±0.3, hollow link; +0.037 / −0.035 with the solid link)."""
     traj, _ = gait_runs
     straight, left, right = traj.turn()
     clear = max(0.01, 3.0 * abs(straight))
