@@ -221,8 +221,8 @@ def test_default_gait_moves_forward(gait_runs):
     traj, _ = gait_runs
     d = traj.displacement()[0]
     # after the start-up from rest (pneumatic latency, the wave building up along the body; the coarse snake
-    # averages 0.086 body lengths/s over 5–10 s, hollow link): real robots of this family crawl at 0.1–0.25 body lengths/s (solver
-    # notes §9)
+    # averages 0.086 body lengths/s over 5–10 s, hollow link): real robots of this family crawl at 0.1–0.25 body
+    # lengths/s (solver notes §9)
     speed = traj.speed_body_lengths(start=5.0)[0]
     assert 0.05 <= speed <= 0.3, speed
     assert d[0] > 0 and abs(d[1]) < 0.2 * d[0]  # forward along the body axis (+x: toward the head)
