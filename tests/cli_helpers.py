@@ -19,8 +19,13 @@ def cli(argv, capfd):
     capfd.readouterr()
     code = main([str(a) for a in argv])
     out, err = capfd.readouterr()
-    # a cold Warp kernel cache adds its first-use notice (tests/test_cli_rows.py row 16); not part of any answer
-    return code, out, [line for line in err.splitlines() if line.strip() and not line.startswith("softsnake: compiling")]
+    return code, out, answer_lines(err)
+
+
+def answer_lines(stderr: str) -> list[str]:
+    """The non-blank lines of a command's stderr, without the first-use compile notice that a cold Warp kernel cache
+    adds (tests/test_cli_rows.py row 16): not part of any command's answer."""
+    return [line for line in stderr.splitlines() if line.strip() and not line.startswith("softsnake: compiling")]
 
 
 def fails(argv, capfd, *needles):

@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from cli_helpers import EXAMPLE_ENV, ROOT, cli, fails, run_softsnake
+from cli_helpers import EXAMPLE_ENV, ROOT, answer_lines, cli, fails, run_softsnake
 from softsnake.cli import build_parser, main
 
 
@@ -182,7 +182,7 @@ def test_row15_no_raw_warp_driver_lines(tmp_path):
 
     r = run_softsnake(["demo", "--seconds", "0.01", "--quiet"], cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert not [line for line in r.stderr.splitlines() if line.strip() and not line.startswith("softsnake: compiling")], r.stderr
+    assert not answer_lines(r.stderr), r.stderr
     if not wp.is_cuda_available():
         r = run_softsnake(["gait", "--device", "cuda", "--out", tmp_path / "D"], cwd=tmp_path)
         assert r.returncode == 2 and r.stderr.splitlines() == ["softsnake gait: error: unknown or unavailable device 'cuda' (available: cpu)"], r.stderr
