@@ -16,7 +16,8 @@ the balance switched off the replay still matched the earlier recording, and the
 bit the same.
 
 Optimised kernels (fused launches, reordered or parallel sums) change float32 round-off. The first Newton iteration
-is a function of the step's inputs alone, so its quantities must agree within 1e-5 of their scale. The end of the
+is a function of the step's inputs alone, so its quantities must agree within 1e-5 of their scale on the CPU, where
+it was recorded (a GPU's own rounding is held to the measured one-ulp spread, as the frame below). The end of the
 frame also passes through the friction's stick/slip decisions of 8 Newton iterations, which amplify round-off by
 ~10⁴ in this scene: a 1-ulp change of the checkpoint moves the velocities by up to ~5e-3 of their scale and the body
 poses by ~3e-5, so no reordered sum can meet 1e-5 there. The frame is held to the scene's own round-off
@@ -80,17 +81,36 @@ def end_of_frame(sim) -> dict:
     return {name: getattr(sim.state, name).numpy() for name in STATE}
 
 
+#: checkpoint arrays whose one-ulp change bounds what a device's own float32 arithmetic does to the first iteration
+ULP_PROBES = ("particle_q", "particle_qd", "body_q", "body_qd", "solver_lam")
+
+
 def test_first_newton_iteration_matches_the_recorded_kernels():
+    """On the CPU, where the recording was made, within 1e-5 of each quantity's scale. A GPU rounds the same kernels
+    differently (fused multiply-adds, its own division and square root), and this iteration is ill-conditioned in its
+    inputs: one ulp of the checkpoint's positions moves b_v by ~9e-4 of its scale and one ulp of the body poses moves
+    the rows' preconditioned vector by ~3e-3 (the stiff rows' large, cancelling impulses; measured at 5a35375). There
+    each quantity is held to twice what one ulp up or down in the checkpoint's positions, velocities, poses or
+    multipliers moves it, measured here, as the end of the frame is below."""
     sim, _ = recorded_frame()
     now = probe_first_linear_solve(sim)
     with np.load(DATA / "recorded_snake_solve.npz") as f:
         ref = {k: f[k] for k in f.files}
     assert set(now) == set(ref)
+    spread = {name: 0.0 for name in now}
+    if TEST_DEVICE != "cpu":
+        for array in ULP_PROBES:
+            for factor in (1.2e-7, -1.2e-7):
+                other = probe_first_linear_solve(recorded_frame((array, factor))[0])
+                for name in now:
+                    spread[name] = max(spread[name], np.abs(other[name] - now[name]).max())
     for name, value in now.items():
         scale = np.abs(ref[name]).max()
         assert scale > 0.0, name
+        assert spread[name] < 0.02 * scale, f"{name}: one ulp of the checkpoint moved it by {spread[name]:.3g}"
         err = np.abs(value - ref[name]).max()
-        assert err <= 1e-5 * scale, f"{name}: max difference {err:.3g} against scale {scale:.3g}"
+        tol = max(1e-5 * scale, 2.0 * spread[name])
+        assert err <= tol, f"{name}: max difference {err:.3g} against scale {scale:.3g} (one ulp of the checkpoint: {spread[name]:.3g})"
 
 
 def test_one_frame_from_the_recorded_checkpoint_matches_the_recorded_kernels():
