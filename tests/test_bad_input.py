@@ -125,6 +125,18 @@ def test_finite_runaway_is_caught_as_divergence():
     assert np.isfinite(state.particle_q.numpy()).all()
 
 
+def test_step_errors_survive_a_process_pool():
+    """A sweep in worker processes gets the error back pickled: the same worlds, counts and message, not the message
+    re-read as the world list."""
+    import pickle
+
+    from softsnake.sim.contact_list import ContactCapacityExceeded
+
+    for err in (ss.SimulationDiverged([0, 3]), ContactCapacityExceeded({2: 7}, 5)):
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and str(back) == str(err) and vars(back) == vars(err)
+
+
 def test_flagged_world_restarts_cold_and_the_others_keep_their_multipliers():
     b = ss.ModelBuilder()
     pivot = b.add_particle((0, 0, 0), mass=0.0)

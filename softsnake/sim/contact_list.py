@@ -32,6 +32,9 @@ class ContactCapacityExceeded(RuntimeError):
             f"ModelBuilder.finalize(contact_capacity={worst}) or more."
         )
 
+    def __reduce__(self):
+        return (type(self), (self.needed, self.capacity))
+
 
 class ContactList:
     """The solver's contact list: per-slot pair (in ``solver.jac``), per-particle runs, the previous list for carrying

@@ -50,6 +50,10 @@ class SimulationDiverged(FloatingPointError):
             "of the step. Reduce the time step, raise newton/linear iterations, or check the model parameters."
         )
 
+    def __reduce__(self):
+        # rebuilt from the worlds, not the message (a process pool pickles it back to the caller)
+        return (type(self), (self.worlds,))
+
 
 #: Warp replays captured graphs on the CPU from 1.13 on, with tiled kernels (the solver's reductions) from 1.14 on
 CPU_CAPTURE = tuple(int(p) for p in wp.config.version.split(".")[:2]) >= (1, 14)
