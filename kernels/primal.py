@@ -274,3 +274,58 @@ def precondition_rows(rows_per_world: int, skip_start: int, skip_count: int, dia
     of the rigid-body block)."""
     i = skipped_row(wp.tid(), rows_per_world, skip_start, skip_count)
     z[i] = r[i] / diag[i]
+
+
+# ------------------------------------------------------------------ scaled warm start (PrimalStep.scale_warm_start)
+
+
+@wp.kernel
+def bilateral_part(
+    rows_per_world: int,
+    skip_start: int,
+    skip_count: int,
+    contact_start: int,
+    contact_end: int,
+    body_contact_start: int,
+    factor: float,
+    lam: wp.array(dtype=float),
+    out: wp.array(dtype=float),
+):
+    """out = factor·λ on the bilateral rows that keep a multiplier (distances, attachments, joints), 0 on the tet and
+    contact rows."""
+    i = wp.tid()
+    r = i % rows_per_world
+    tet = r >= skip_start and r < skip_start + skip_count
+    contact = (r >= contact_start and r < contact_end) or r >= body_contact_start
+    if tet or contact:
+        out[i] = 0.0
+    else:
+        out[i] = factor * lam[i]
+
+
+@wp.kernel
+def warm_start_parabola(
+    rows_per_world: int,
+    merit_one: wp.array(dtype=float),
+    merit_half: wp.array(dtype=float),
+    merit_zero: wp.array(dtype=float),
+    carried: wp.array(dtype=float),
+    out: wp.array(dtype=float),
+    scale: wp.array(dtype=float),
+):
+    """out = s·carried, with the s ∈ [0, 1] that minimises the parabola through the first Newton merits ‖φ‖² of the
+    world at s = 0, ½ and 1 (m(s) = a s² + b s + m(0); exact where the rows are linear in λ); scale[w] = s."""
+    i = wp.tid()
+    w = i // rows_per_world
+    m0 = merit_zero[w]
+    m1 = merit_one[w]
+    a = 2.0 * m1 - 4.0 * merit_half[w] + 2.0 * m0
+    b = 4.0 * merit_half[w] - 3.0 * m0 - m1
+    s = float(1.0)
+    if a > 0.0:
+        s = wp.clamp(-b / (2.0 * a), 0.0, 1.0)
+    elif m0 < m1:
+        s = 0.0
+    out[i] = s * carried[i]
+    if i % rows_per_world == 0:
+        scale[w] = s

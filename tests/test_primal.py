@@ -309,3 +309,54 @@ def test_momentum_balance_conserves_momentum_at_the_budget():
     it (docs/solver.md, "Momentum balance")."""
     assert _floating_beam_and_block(True) < 1.0e-5  # measured 3.5e-7: float32 round-off
     assert _floating_beam_and_block(False) > 1.0e-4  # measured 1.4e-3: the scene does test the balance
+
+
+def test_scaled_warm_start_keeps_the_carried_multipliers_that_lower_the_first_residual():
+    # A carried multiplier also carries the last step's solve error (docs/solver.md, "Warm start"): the primal step
+    # keeps s·λ of the bilateral ones, s ∈ [0, 1] minimising each world's first merit. A soft cube carrying a box by an
+    # attachment and a wheel on a hinge, two worlds; after 30 steps world 0's carried bilateral multipliers are made
+    # three times too large. Its first residual must come out no larger than with them as carried or dropped (the
+    # dropped ones: s = 0), with s < 1; world 1, untouched, must also do no worse than either.
+    b = ss.ModelBuilder()
+    mesh = ss.box_tet_mesh((0.04, 0.04, 0.04), (2, 2, 2))
+    b.add_soft_mesh(mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=1e5, poisson_ratio=0.3, pos=(0.0, 0.0, 0.001))
+    b.add_ground_plane(mu=0.5)
+    box = b.add_body((0.0, 0.0, 0.06), mass=0.05, inertia=(2e-5, 2e-5, 2e-5))
+    b.add_shape_box(box, (0.01, 0.01, 0.01))
+    b.add_attachment(len(mesh.vertices) - 1, box)
+    wheel = b.add_body((0.2, 0.0, 0.03), rot=(0.7071, 0, 0, 0.7071), mass=0.03, inertia=(1e-5, 1e-5, 1.4e-5))
+    b.add_shape_cylinder(wheel, 0.03, 0.01, mu=(1.0, 0.05))
+    frame = b.add_body((0.2, 0.0, 0.03), mass=0.1, inertia=(1e-4, 1e-4, 1e-4))
+    b.add_joint_revolute(frame, wheel, anchor=(0.2, 0.0, 0.03), axis=(0, 1, 0), target_velocity=0.0, damping=3e-5)
+    model = b.finalize(device=TEST_DEVICE, worlds=2)
+    state = model.state()
+    solver = ss.Solver(model)
+    assert solver.config.warm_start_scaled
+    for _ in range(30):
+        solver.step(state)
+    saved = {k: getattr(state, k).numpy().copy() for k in ("particle_q", "particle_qd", "body_q", "body_qd")}
+    carried = solver.carried_state()
+    R = model.row_count
+    r = np.arange(2 * R) % R
+    tet = (r >= model.distance_count) & (r < model.contact_row_start)
+    contact = ((r >= model.contact_row_start) & (r < model.contact_row_end)) | (r >= model.body_contact_row_start)
+    bilateral = ~tet & ~contact
+    assert np.abs(carried["lam"][bilateral]).max() > 0.0
+    carried["lam"][bilateral & (np.arange(2 * R) < R)] *= 3.0
+
+    def first_residual(scaled: bool, keep: float):
+        s = ss.Solver(model, warm_start_scaled=scaled)
+        c = {k: v.copy() for k, v in carried.items()}
+        c["lam"][bilateral] *= keep
+        s.restore_carried_state(c)
+        for k, v in saved.items():
+            getattr(state, k).assign(v)
+        s.step(state)
+        d = s.diagnostics()
+        return d.residual_norm[0], d.extras.get("warm_start_scale")
+
+    scaled, scale = first_residual(True, 1.0)
+    as_carried, _ = first_residual(False, 1.0)
+    dropped, _ = first_residual(False, 0.0)
+    assert scale[0] < 0.9 and 0.0 <= scale.min() and scale.max() <= 1.0
+    assert np.all(scaled <= np.minimum(as_carried, dropped) * 1.001), (scaled, as_carried, dropped, scale)

@@ -13,7 +13,8 @@ same checkpoint (``make_recorded_step.py --rerecord``); the right-hand side, the
 preconditioner still matched the 4b5edc2 recording within 1e-5 then. When the solver began to balance each soft
 body's momentum at the end of a step (SolverConfig.momentum_balance, 2026-11-25) the frame was re-recorded again; with
 the balance switched off the replay still matched the earlier recording, and the first solve's file came out bit for
-bit the same.
+bit the same. Likewise when the primal step began to scale its carried bilateral multipliers (warm_start_scaled,
+2026-11-26): with the scaling off, both tests passed against the earlier recording.
 
 Optimised kernels (fused launches, reordered or parallel sums) change float32 round-off. The first Newton iteration
 is a function of the step's inputs alone, so its quantities must agree within 1e-5 of their scale on the CPU, where

@@ -160,6 +160,14 @@ class PrimalStep:
         self.skip = (m.distance_count, 6 * m.tet_count)
         self.free_rows = m.row_count - 6 * m.tet_count  # rows per world that keep a multiplier
         self._iteration_ops = None  # one MINRES iteration's recorded launches (CPU), made by the first solve
+        # scaled warm start (scale_warm_start): the carried bilateral multipliers, a probe step, the first merits at
+        # s = 1, ½, 0 and the chosen s per world
+        bilateral = m.contact_row_start - 6 * m.tet_count + m.body_contact_row_start - m.contact_row_end
+        self.scaled_warm_start = solver.config.warm_start > 0.0 and solver.config.warm_start_scaled and bilateral > 0
+        if self.scaled_warm_start:
+            self.warm_carried, self.warm_step = row(), row()
+            self.warm_merit = wp.zeros(3 * W, dtype=float, device=dev)
+            self.warm_scale = wp.ones(W, dtype=float, device=dev)
         self._setup_body_blocks()
 
     def _setup_body_blocks(self) -> None:
@@ -412,6 +420,31 @@ class PrimalStep:
         s._res[it].zero_()
         self.assemble(min(it, s.config.newton_iterations - 1), scale, s._res[it])
 
+    def scale_warm_start(self, scale: wp.array) -> None:
+        """The carried bilateral multipliers are kept as s·λ with the s ∈ [0, 1] that minimises the first Newton merit
+        ‖φ‖² of each world (SolverConfig.warm_start_scaled; the dual step does the same through its matrix-free
+        product). A reapplied multiplier also reapplies the previous step's truncated-solve error; carried unscaled,
+        that error can build up from step to step: the coarse snake at 8 Newton × 20 MINRES grew a velocity mode of
+        one link by 15–60 % per frame over 0.2 s and diverged 13.85 s into the gait (docs/solver.md, "Warm start"). The merit is
+        evaluated at s = 1, ½ and 0 (two probe steps of −½λ, each through the bodies too) and s is the minimum of the
+        parabola through the three, decided per world on the device. Contact multipliers are carried as they are."""
+        s, m, dev = self.s, self.s.model, self.s.model.device
+        W, R = m.worlds, m.row_count
+        rows = [R, *self.skip, m.contact_row_start, m.contact_row_end, m.body_contact_row_start]
+        wp.launch(kp.bilateral_part, dim=W * R, inputs=[*rows, 1.0, s.lam], outputs=[self.warm_carried], device=dev)
+        wp.launch(kp.bilateral_part, dim=W * R, inputs=[*rows, -0.5, s.lam], outputs=[self.warm_step], device=dev)
+        merit = [self.warm_merit[k * W : (k + 1) * W] for k in range(3)]  # s = 1, ½, 0
+        self.warm_merit.zero_()
+        for k in range(3):
+            if k > 0:
+                wp.launch(kpcr.add_to, dim=W * R, inputs=[self.warm_step, s.lam], device=dev)
+                self.apply_bodies(self.warm_step)
+            self.assemble(0, scale, merit[k])
+        # λ's bilateral rows are now 0 (exactly: two halves of each): add s·λ_carried
+        wp.launch(kp.warm_start_parabola, dim=W * R, inputs=[R, *merit, self.warm_carried], outputs=[self.warm_step, self.warm_scale], device=dev)
+        wp.launch(kpcr.add_to, dim=W * R, inputs=[self.warm_step, s.lam], device=dev)
+        self.apply_bodies(self.warm_step)
+
     def balance_momentum(self) -> None:
         """Each free soft body's uniform velocity change that removes its net momentum residual (self.b[0], the last
         assembly's Jᵀλ − M(v − ṽ)): the truncated solve's spurious net impulse (SolverConfig.momentum_balance,
@@ -441,6 +474,8 @@ class PrimalStep:
         if cfg.warm_start > 0.0 or cfg.contact_warm_start > 0.0:
             self.apply_bodies(s.lam)  # bodies: v_b = ṽ_b + M_b⁻¹J_bᵀλ_carried (tet rows do not act on bodies)
         self.fit_rotations()
+        if self.scaled_warm_start:
+            self.scale_warm_start(scale)
         tol_sq = cfg.newton_tolerance**2
         for it in range(N):
             self.assemble(it, scale, s._res[it])

@@ -75,7 +75,8 @@ class SolverConfig:
     #: factor applied to the previous step's contact impulses (normal and friction) as a start value
     contact_warm_start: float = 1.0
     #: scale the carried bilateral multipliers by the s ∈ [0, 1] that minimises the first residual (robust when the
-    #: linear solves are truncated far from convergence); off: reapply them as they are (best with converged solves)
+    #: linear solves are truncated far from convergence; both formulations, diagnostics().extras["warm_start_scale"]
+    #: for the primal one); off: reapply them as they are
     warm_start_scaled: bool = True
     #: contacts farther than this are not solved [m]
     contact_margin: float = 0.01
@@ -636,7 +637,15 @@ class Solver:
             linear_iterations=iters,
             linear_reduction=red,
             active_contacts=self.active.numpy().reshape(N, W)[-1].copy(),
+            extras=self._diagnostic_extras(),
         )
+
+    def _diagnostic_extras(self) -> dict:
+        """warm_start_scale: (worlds,) the s the primal step kept of the carried bilateral multipliers (1 = all)."""
+        primal = self._primal
+        if primal is not None and primal.scaled_warm_start:
+            return dict(warm_start_scale=primal.warm_scale.numpy().copy())
+        return {}
 
     def contact_impulses(self) -> tuple[np.ndarray, np.ndarray]:
         """Normal impulses (worlds, particles, shapes) [N·s] and friction impulses (worlds, particles, shapes, 2) [N·s]

@@ -17,7 +17,9 @@ current kernels, replayed with the recording's model (tests/test_recorded_step.p
 intended change of the solver's mathematics, which the recording cannot follow: used when the rows' preconditioner
 changed (float64 body blocks, two-level attachment masses; the right-hand side, the product and the particles'
 preconditioner still matched the 4b5edc2 recording within 1e-5 before it was re-recorded), and when the end-of-step
-momentum balance came in (SolverConfig.momentum_balance; with it off the replay matched the recording before).
+momentum balance came in (SolverConfig.momentum_balance; with it off the replay matched the recording before), and
+when the primal step began to scale its carried bilateral multipliers (SolverConfig.warm_start_scaled, 2026-11-26;
+with the scaling off both tests passed against the earlier recording).
 """
 
 import sys
