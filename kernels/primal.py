@@ -304,6 +304,39 @@ def bilateral_part(
 
 
 @wp.kernel
+def warm_start_merit(
+    particles_per_world: int,
+    rows_per_world: int,
+    skip_start: int,
+    skip_count: int,
+    contact_start: int,
+    contact_end: int,
+    body_contact_start: int,
+    diag_v: wp.array(dtype=float),
+    bv: wp.array(dtype=wp.vec3),
+    bl: wp.array(dtype=float),
+    merit: wp.array(dtype=float),
+):
+    """merit[w] = Σ|b_v/A_pp|² + Σ φ² over the particles and the bilateral rows (b_λ = φ there; a contact row's b_λ is
+    φ/(∂φ/∂a), with ∂φ/∂a down to 10⁻³ on a separating contact, which would swamp the sum): the first Newton residual
+    of the scaled warm start, summed in a fixed order (tiled, one block per world; the assembly's own merit adds rows
+    atomically, in an order a GPU does not fix, and s must not depend on it)."""
+    w, lane = wp.tid()
+    acc = float(0.0)
+    for k in range(lane, particles_per_world, wp.block_dim()):
+        b = bv[w * particles_per_world + k]
+        acc += wp.dot(b, b) / (diag_v[k] * diag_v[k])
+    for k in range(lane, rows_per_world - skip_count, wp.block_dim()):
+        r = k
+        if r >= skip_start:
+            r += skip_count
+        if (r < contact_start or r >= contact_end) and r < body_contact_start:
+            g = bl[w * rows_per_world + r]
+            acc += g * g
+    wp.tile_atomic_add(merit, wp.tile_sum(wp.tile(acc)), offset=w)
+
+
+@wp.kernel
 def warm_start_parabola(
     rows_per_world: int,
     merit_one: wp.array(dtype=float),
@@ -313,8 +346,9 @@ def warm_start_parabola(
     out: wp.array(dtype=float),
     scale: wp.array(dtype=float),
 ):
-    """out = s·carried, with the s ∈ [0, 1] that minimises the parabola through the first Newton merits ‖φ‖² of the
-    world at s = 0, ½ and 1 (m(s) = a s² + b s + m(0); exact where the rows are linear in λ); scale[w] = s."""
+    """out = s·carried, with the s ∈ [0, 1] that minimises the parabola through the first Newton residuals of the
+    world at s = 0, ½ and 1 (warm_start_merit; m(s) = a s² + b s + m(0), exact where the rows are linear in λ);
+    scale[w] = s."""
     i = wp.tid()
     w = i // rows_per_world
     m0 = merit_zero[w]

@@ -167,6 +167,7 @@ class PrimalStep:
         if self.scaled_warm_start:
             self.warm_carried, self.warm_step = row(), row()
             self.warm_merit = wp.zeros(3 * W, dtype=float, device=dev)
+            self.warm_res = wp.zeros(W, dtype=float, device=dev)  # the assembly's merit (atomic sums), not used
             self.warm_scale = wp.ones(W, dtype=float, device=dev)
         self._setup_body_blocks()
 
@@ -426,8 +427,9 @@ class PrimalStep:
         product). A reapplied multiplier also reapplies the previous step's truncated-solve error; carried unscaled,
         that error can build up from step to step: the coarse snake at 8 Newton × 20 MINRES grew a velocity mode of
         one link by 15–60 % per frame over 0.2 s and diverged 13.85 s into the gait (docs/solver.md, "Warm start"). The merit is
-        evaluated at s = 1, ½ and 0 (two probe steps of −½λ, each through the bodies too) and s is the minimum of the
-        parabola through the three, decided per world on the device. Contact multipliers are carried as they are."""
+        evaluated at s = 1, ½ and 0 (two probe steps of −½λ, each through the bodies too; the saddle right-hand side's
+        norm, summed in a fixed order so that a GPU's atomics do not move s) and s is the minimum of the parabola through
+        the three, decided per world on the device. Contact multipliers are carried as they are."""
         s, m, dev = self.s, self.s.model, self.s.model.device
         W, R = m.worlds, m.row_count
         rows = [R, *self.skip, m.contact_row_start, m.contact_row_end, m.body_contact_row_start]
@@ -439,7 +441,8 @@ class PrimalStep:
             if k > 0:
                 wp.launch(kpcr.add_to, dim=W * R, inputs=[self.warm_step, s.lam], device=dev)
                 self.apply_bodies(self.warm_step)
-            self.assemble(0, scale, merit[k])
+            self.assemble(0, scale, self.warm_res)
+            wp.launch_tiled(kp.warm_start_merit, dim=[W], inputs=[m.particle_count, R, *self.skip, m.contact_row_start, m.contact_row_end, m.body_contact_row_start, self.diag_v, *self.b], outputs=[merit[k]], block_dim=s.block_dim, device=dev)
         # λ's bilateral rows are now 0 (exactly: two halves of each): add s·λ_carried
         wp.launch(kp.warm_start_parabola, dim=W * R, inputs=[R, *merit, self.warm_carried], outputs=[self.warm_step, self.warm_scale], device=dev)
         wp.launch(kpcr.add_to, dim=W * R, inputs=[self.warm_step, s.lam], device=dev)
