@@ -279,6 +279,14 @@ def precondition_rows(rows_per_world: int, skip_start: int, skip_count: int, dia
 # ------------------------------------------------------------------ scaled warm start (PrimalStep.scale_warm_start)
 
 
+@wp.func
+def bilateral_row(r: int, skip_start: int, skip_count: int, contact_start: int, contact_end: int, body_contact_start: int) -> bool:
+    """Row r of a world keeps a bilateral multiplier (distance, attachment, joint): not a tet row, not a contact row."""
+    tet = r >= skip_start and r < skip_start + skip_count
+    contact = (r >= contact_start and r < contact_end) or r >= body_contact_start
+    return not (tet or contact)
+
+
 @wp.kernel
 def bilateral_part(
     rows_per_world: int,
@@ -294,12 +302,8 @@ def bilateral_part(
     """out = factor·λ on the bilateral rows that keep a multiplier (distances, attachments, joints), 0 on the tet and
     contact rows."""
     i = wp.tid()
-    r = i % rows_per_world
-    tet = r >= skip_start and r < skip_start + skip_count
-    contact = (r >= contact_start and r < contact_end) or r >= body_contact_start
-    if tet or contact:
-        out[i] = 0.0
-    else:
+    out[i] = 0.0
+    if bilateral_row(i % rows_per_world, skip_start, skip_count, contact_start, contact_end, body_contact_start):
         out[i] = factor * lam[i]
 
 
@@ -327,10 +331,10 @@ def warm_start_merit(
         b = bv[w * particles_per_world + k]
         acc += wp.dot(b, b) / (diag_v[k] * diag_v[k])
     for k in range(lane, rows_per_world - skip_count, wp.block_dim()):
-        r = k
+        r = k  # the k-th row outside the tet rows
         if r >= skip_start:
             r += skip_count
-        if (r < contact_start or r >= contact_end) and r < body_contact_start:
+        if bilateral_row(r, skip_start, skip_count, contact_start, contact_end, body_contact_start):
             g = bl[w * rows_per_world + r]
             acc += g * g
     wp.tile_atomic_add(merit, wp.tile_sum(wp.tile(acc)), offset=w)

@@ -422,14 +422,15 @@ class PrimalStep:
         self.assemble(min(it, s.config.newton_iterations - 1), scale, s._res[it])
 
     def scale_warm_start(self, scale: wp.array) -> None:
-        """The carried bilateral multipliers are kept as s·λ with the s ∈ [0, 1] that minimises the first Newton merit
-        ‖φ‖² of each world (SolverConfig.warm_start_scaled; the dual step does the same through its matrix-free
+        """The carried bilateral multipliers are kept as s·λ with the s ∈ [0, 1] that minimises the first Newton
+        residual of each world (SolverConfig.warm_start_scaled; the dual step does the same through its matrix-free
         product). A reapplied multiplier also reapplies the previous step's truncated-solve error; carried unscaled,
         that error can build up from step to step: the coarse snake at 8 Newton × 20 MINRES grew a velocity mode of
-        one link by 15–60 % per frame over 0.2 s and diverged 13.85 s into the gait (docs/solver.md, "Warm start"). The merit is
-        evaluated at s = 1, ½ and 0 (two probe steps of −½λ, each through the bodies too; the saddle right-hand side's
-        norm, summed in a fixed order so that a GPU's atomics do not move s) and s is the minimum of the parabola through
-        the three, decided per world on the device. Contact multipliers are carried as they are."""
+        one link by 15–60 % per frame over 0.2 s and diverged 13.85 s into the gait (docs/solver.md, "Warm start").
+        The residual (kernels/primal.py, warm_start_merit: particles and bilateral rows, summed in a fixed order so
+        that a GPU's atomics do not move s) is evaluated at s = 1, ½ and 0, two probe steps of −½λ, each through the
+        bodies too, and s is the minimum of the parabola through the three, decided per world on the device. Contact
+        multipliers are carried as they are."""
         s, m, dev = self.s, self.s.model, self.s.model.device
         W, R = m.worlds, m.row_count
         rows = [R, *self.skip, m.contact_row_start, m.contact_row_end, m.body_contact_row_start]
