@@ -222,6 +222,18 @@ def test_friction_stays_in_its_cone_while_sliding_and_old_checkpoints_restore():
     assert not np.any(solver.carried_impulse.numpy())
 
 
+def _add_box_and_wheel(b, corner: int, box_height: float) -> None:
+    """Rigid bodies beside a soft cube: a 50 g box carried by the cube's top corner (an attachment) and a wheel on a
+    damped hinge of a frame, rolling on the ground (joint and body-contact rows)."""
+    box = b.add_body((0.0, 0.0, box_height), mass=0.05, inertia=(2e-5, 2e-5, 2e-5))
+    b.add_shape_box(box, (0.01, 0.01, 0.01))
+    b.add_attachment(corner, box)
+    wheel = b.add_body((0.2, 0.0, 0.03), rot=(0.7071, 0, 0, 0.7071), mass=0.03, inertia=(1e-5, 1e-5, 1.4e-5))
+    b.add_shape_cylinder(wheel, 0.03, 0.01, mu=(1.0, 0.05))
+    frame = b.add_body((0.2, 0.0, 0.03), mass=0.1, inertia=(1e-4, 1e-4, 1e-4))
+    b.add_joint_revolute(frame, wheel, anchor=(0.2, 0.0, 0.03), axis=(0, 1, 0), target_velocity=0.0, damping=3e-5)
+
+
 @pytest.mark.parametrize("bodies", [False, True], ids=["particles", "rigid_bodies"])
 def test_skipping_an_idle_line_search_changes_nothing(monkeypatch, bodies):
     # an eager CPU step skips the line search's re-assembly where no world's merit grew: the same bits as running it,
@@ -233,13 +245,7 @@ def test_skipping_an_idle_line_search_changes_nothing(monkeypatch, bodies):
         b.add_soft_mesh(mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=1e5, poisson_ratio=0.3, pos=(0.0, 0.0, 0.01), vel=(0.3, 0.0, -0.2))
         b.add_ground_plane(mu=0.5)
         if bodies:
-            box = b.add_body((0.0, 0.0, 0.07), mass=0.05, inertia=(2e-5, 2e-5, 2e-5))
-            b.add_shape_box(box, (0.01, 0.01, 0.01))
-            b.add_attachment(len(mesh.vertices) - 1, box)  # the cube's top corner carries the box
-            wheel = b.add_body((0.2, 0.0, 0.03), rot=(0.7071, 0, 0, 0.7071), mass=0.03, inertia=(1e-5, 1e-5, 1.4e-5))
-            b.add_shape_cylinder(wheel, 0.03, 0.01, mu=(1.0, 0.05))
-            frame = b.add_body((0.2, 0.0, 0.03), mass=0.1, inertia=(1e-4, 1e-4, 1e-4))
-            b.add_joint_revolute(frame, wheel, anchor=(0.2, 0.0, 0.03), axis=(0, 1, 0), target_velocity=0.0, damping=3e-5)
+            _add_box_and_wheel(b, len(mesh.vertices) - 1, box_height=0.07)
         model = b.finalize(device=TEST_DEVICE, worlds=2)
         state = model.state()
         qd = state.particle_qd.numpy().reshape(2, -1, 3)
@@ -321,13 +327,7 @@ def test_scaled_warm_start_keeps_the_carried_multipliers_that_lower_the_first_re
     mesh = ss.box_tet_mesh((0.04, 0.04, 0.04), (2, 2, 2))
     b.add_soft_mesh(mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=1e5, poisson_ratio=0.3, pos=(0.0, 0.0, 0.001))
     b.add_ground_plane(mu=0.5)
-    box = b.add_body((0.0, 0.0, 0.06), mass=0.05, inertia=(2e-5, 2e-5, 2e-5))
-    b.add_shape_box(box, (0.01, 0.01, 0.01))
-    b.add_attachment(len(mesh.vertices) - 1, box)
-    wheel = b.add_body((0.2, 0.0, 0.03), rot=(0.7071, 0, 0, 0.7071), mass=0.03, inertia=(1e-5, 1e-5, 1.4e-5))
-    b.add_shape_cylinder(wheel, 0.03, 0.01, mu=(1.0, 0.05))
-    frame = b.add_body((0.2, 0.0, 0.03), mass=0.1, inertia=(1e-4, 1e-4, 1e-4))
-    b.add_joint_revolute(frame, wheel, anchor=(0.2, 0.0, 0.03), axis=(0, 1, 0), target_velocity=0.0, damping=3e-5)
+    _add_box_and_wheel(b, len(mesh.vertices) - 1, box_height=0.06)
     model = b.finalize(device=TEST_DEVICE, worlds=2)
     state = model.state()
     solver = ss.Solver(model)
