@@ -330,10 +330,9 @@ def warm_start_merit(
     for k in range(lane, particles_per_world, wp.block_dim()):
         b = bv[w * particles_per_world + k]
         acc += wp.dot(b, b) / (diag_v[k] * diag_v[k])
-    for k in range(lane, rows_per_world - skip_count, wp.block_dim()):
-        r = k  # the k-th row outside the tet rows
-        if r >= skip_start:
-            r += skip_count
+    per_world = rows_per_world - skip_count
+    for k in range(lane, per_world, wp.block_dim()):
+        r = skipped_row(w * per_world + k, rows_per_world, skip_start, skip_count) - w * rows_per_world
         if bilateral_row(r, skip_start, skip_count, contact_start, contact_end, body_contact_start):
             g = bl[w * rows_per_world + r]
             acc += g * g

@@ -82,6 +82,18 @@ def end_of_frame(sim) -> dict:
     return {name: getattr(sim.state, name).numpy() for name in STATE}
 
 
+def ulp_spread(measure, now: dict, arrays) -> dict:
+    """Per quantity of ``now``, the largest change that one ulp (1.2e-7) up or down in each checkpoint array of
+    ``arrays`` makes to ``measure(sim)`` of the recorded frame: the scene's own float32 round-off sensitivity."""
+    spread = {name: 0.0 for name in now}
+    for array in arrays:
+        for factor in (1.2e-7, -1.2e-7):
+            other = measure(recorded_frame((array, factor))[0])
+            for name in now:
+                spread[name] = max(spread[name], np.abs(other[name] - now[name]).max())
+    return spread
+
+
 #: checkpoint arrays whose one-ulp change bounds what a device's own float32 arithmetic does to the first iteration
 ULP_PROBES = ("particle_q", "particle_qd", "body_q", "body_qd", "solver_lam")
 
@@ -100,11 +112,7 @@ def test_first_newton_iteration_matches_the_recorded_kernels():
     assert set(now) == set(ref)
     spread = {name: 0.0 for name in now}
     if TEST_DEVICE != "cpu":
-        for array in ULP_PROBES:
-            for factor in (1.2e-7, -1.2e-7):
-                other = probe_first_linear_solve(recorded_frame((array, factor))[0])
-                for name in now:
-                    spread[name] = max(spread[name], np.abs(other[name] - now[name]).max())
+        spread = ulp_spread(probe_first_linear_solve, now, ULP_PROBES)
     for name, value in now.items():
         scale = np.abs(ref[name]).max()
         assert scale > 0.0, name
@@ -120,12 +128,7 @@ def test_one_frame_from_the_recorded_checkpoint_matches_the_recorded_kernels():
     # how far float32 round-off alone carries the frame: one ulp (1.2e-7) up or down in the checkpoint's positions,
     # particle velocities or body velocities (measured at fd464fc: up to 1.5e-6 / 3.2e-3 / 2.9e-5 / 5.3e-3 of the
     # scales of particle_q / particle_qd / body_q / body_qd)
-    spread = {name: 0.0 for name in STATE}
-    for array in ("particle_q", "particle_qd", "body_qd"):
-        for factor in (1.2e-7, -1.2e-7):
-            other = end_of_frame(recorded_frame((array, factor))[0])
-            for name in STATE:
-                spread[name] = max(spread[name], np.abs(other[name] - now[name]).max())
+    spread = ulp_spread(end_of_frame, now, ("particle_q", "particle_qd", "body_qd"))
     for name, value in now.items():
         ref = data["after_" + name]
         moved = np.abs(ref - data["checkpoint_" + name]).max()
