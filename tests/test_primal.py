@@ -40,7 +40,7 @@ def _scene():
 
 def test_saddle_operator_is_symmetric_and_preconditioner_positive_definite():
     model, solver = _scene()
-    primal = solver._primal
+    primal = solver.formulation
     assert primal is not None and primal.has_bodies
     K, _ = primal.dense(primal.matvec)
     scale = np.abs(K).max()
@@ -52,17 +52,17 @@ def test_saddle_operator_is_symmetric_and_preconditioner_positive_definite():
 
 def test_minres_solution_matches_a_direct_solve():
     model, solver = _scene()
-    primal = solver._primal
+    primal = solver.formulation
     captured = {}
     solve = type(primal).solve
 
-    def first_system(iterations, it=0):
+    def first_system(it, iterations=None):
         # the system of the next step's first Newton iteration, as the solver sets it up, solved with 400 iterations
         if captured:
-            return solve(primal, iterations, it)
+            return solve(primal, it, iterations)
         K, index = primal.dense(primal.matvec)
         captured.update(K=K.astype(np.float64), index=index, b=np.concatenate([primal.b[0].numpy().ravel(), primal.b[1].numpy()]).astype(np.float64)[index])
-        solve(primal, 400, it)
+        solve(primal, it, 400)
         captured["x"] = np.concatenate([primal.x[0].numpy().ravel(), primal.x[1].numpy()]).astype(np.float64)[index]
         captured["phibar"] = primal.sc.numpy().reshape(model.worlds, kmr.SLOTS)[:, kmr.PHIBAR].copy()
 
@@ -122,6 +122,11 @@ def test_coarse_space_is_a_partition_of_unity_and_never_finer_than_the_mesh():
     assert np.linalg.eigvalsh(inv).min() > -1e-8 * np.abs(inv).max()
 
 
+@wp.kernel
+def coarse_solve_kernel(nodes: int, node_body: wp.array(dtype=int), node_first: wp.array(dtype=int), inverse_start: wp.array(dtype=int), inverse: wp.array(dtype=wp.vec4), rc: wp.array(dtype=wp.vec4), yc: wp.array(dtype=float)):
+    kp.coarse_solve(wp.tid(), nodes, node_body, node_first, inverse_start, inverse, rc, yc)
+
+
 def test_coarse_blocks_are_padded_to_whole_vec4s_and_solved_exactly():
     # two tets sharing a face: 5 particles on 5 corners of one coarse cell, so 5 nodes, padded to 8 with empty nodes
     verts = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]], dtype=float) * 0.01
@@ -148,7 +153,7 @@ def test_coarse_blocks_are_padded_to_whole_vec4s_and_solved_exactly():
     yc = wp.zeros(48, dtype=float)
     rcw = wp.array(rc.ravel(), dtype=float)
     wp.launch(
-        kp.coarse_solve, dim=48,
+        coarse_solve_kernel, dim=48,
         inputs=[8, wp.array(cs.node_body.astype(np.int32), dtype=int), wp.array(cs.node_first.astype(np.int32), dtype=int),
                 wp.array((cs.inverse_start // 4).astype(np.int32), dtype=int), wp.array(inv.astype(np.float32).reshape(-1, 4), dtype=wp.vec4),
                 wp.array(ptr=rcw.ptr, dtype=wp.vec4, shape=(12,), device=rcw.device)],
@@ -338,9 +343,9 @@ def test_scaled_warm_start_keeps_the_carried_multipliers_that_lower_the_first_re
     carried = solver.carried_state()
     R = model.row_count
     r = np.arange(2 * R) % R
-    tet = (r >= model.distance_count) & (r < model.contact_row_start)
-    contact = ((r >= model.contact_row_start) & (r < model.contact_row_end)) | (r >= model.body_contact_row_start)
-    bilateral = ~tet & ~contact
+    bilateral = np.zeros(2 * R, dtype=bool)
+    for first, end in model.rows.rows_of_kind("bilateral"):
+        bilateral |= (r >= first) & (r < end)
     assert np.abs(carried["lam"][bilateral]).max() > 0.0
     carried["lam"][bilateral & (np.arange(2 * R) < R)] *= 3.0
 
