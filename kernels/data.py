@@ -246,10 +246,11 @@ class StepData:
     bjac: BodyJacobian
     # per world: ‖φ‖² before each Newton iteration and after the last ((newton + 1) · worlds), a scratch merit, the
     # linear solves' squared residuals (newton · (linear + 1) · worlds) and iteration counts (newton · worlds), active
-    # contacts (newton · worlds), non-finite flags
+    # contacts (newton · worlds), the line search's decisions, non-finite flags
     residual_sq: wp.array(dtype=float)
     scratch_residual: wp.array(dtype=float)
     linear_rr: wp.array(dtype=float)
     linear_iters: wp.array(dtype=int)
     active_contacts: wp.array(dtype=int)
+    line_searches: wp.array(dtype=int)  # (newton + 1) · worlds: 1 where the update before iterate k was halved
     nonfinite: wp.array(dtype=int)

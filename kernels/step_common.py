@@ -36,8 +36,8 @@ def is_contact_row(m: ModelData, r: int) -> bool:
 
 @wp.kernel
 def predict(m: ModelData, b: BodyData, s: StepData):
-    """x⁻, v⁻ and the prediction ṽ of every particle and body; the world's diagnostics zeroed; the carried
-    multipliers scaled into start values."""
+    """x⁻, v⁻ and the prediction ṽ of every particle and body; the world's diagnostics and scratch merit zeroed; the
+    carried multipliers scaled into start values."""
     w, lane = wp.tid()
     lanes = wp.block_dim()
     n = m.particle_count
@@ -49,8 +49,11 @@ def predict(m: ModelData, b: BodyData, s: StepData):
     W = s.worlds
     N = s.newton_iterations
     L = s.linear_iterations
+    if lane == 0:
+        s.scratch_residual[w] = 0.0
     for k in range(lane, N + 1, lanes):
         s.residual_sq[k * W + w] = 0.0
+        s.line_searches[k * W + w] = 0
     for k in range(lane, N * (L + 1), lanes):
         s.linear_rr[k * W + w] = 0.0
     for k in range(lane, N, lanes):

@@ -74,6 +74,7 @@ def line_search_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData,
         update_world(w, lane, m, b, s, s.back)
         if lane == 0:
             s.residual_sq[it * W + w] = 0.0
+            s.line_searches[it * W + w] = 1
         block_sync()
         assemble_world(w, lane, m, b, s, wp.min(it, s.newton_iterations - 1), s.residual_sq, it * W)
 

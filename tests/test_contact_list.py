@@ -125,9 +125,9 @@ def test_bvh_broadphase_gives_the_list_of_the_full_scan(monkeypatch):
     and so the whole run are those of testing every particle against every shape."""
     scan, scan_state, scan_normal = _cube_on_a_bed_of_posts(10**9, monkeypatch)
     bvh, bvh_state, bvh_normal = _cube_on_a_bed_of_posts(1, monkeypatch)
-    assert scan.contact_list.bvh.active == 0 and bvh.contact_list.bvh.active == 1
+    assert scan.contact_list.data.bvh.active == 0 and bvh.contact_list.data.bvh.active == 1
     assert ((bvh_normal > 0).sum(axis=2) > 1).sum() >= 5  # particles pressing on two shapes at once: the runs are sorted
     assert (bvh_normal[..., 1:37] > 0).any()  # the posts carry the cube
     np.testing.assert_array_equal(bvh_state.particle_q.numpy(), scan_state.particle_q.numpy())
     np.testing.assert_array_equal(bvh_normal, scan_normal)
-    assert _cube_on_a_bed_of_posts(16, monkeypatch, steps=1)[0].contact_list.bvh.active == 1  # 37 bounded shapes
+    assert _cube_on_a_bed_of_posts(16, monkeypatch, steps=1)[0].contact_list.data.bvh.active == 1  # 37 bounded shapes

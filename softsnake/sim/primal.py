@@ -198,14 +198,15 @@ class PrimalStep:
         self._stage(kstep.warm_start)
 
     def assemble(self, it: int) -> None:
-        """Rows and saddle right-hand side at the iterate; the line search on the last update (it > 0)."""
+        """Rows and saddle right-hand side at the iterate; the line search on the last update (it > 0); with rigid
+        bodies, the rows' preconditioner factorised at those rows."""
         self._stage(kstep.newton_assemble, it)
-
-    def solve(self, it: int, iterations: int | None = None) -> None:
-        """The rows' body blocks (with rigid bodies) and MINRES, ``iterations`` (default: the budget) in one launch."""
-        s = self.s
         if self.data.body_blocks:
             self._stage(kblocks.factor_body_blocks)
+
+    def solve(self, it: int, iterations: int | None = None) -> None:
+        """MINRES, ``iterations`` (default: the budget) in one launch."""
+        s = self.s
         self._stage(kstep.newton_solve, it, s.config.linear_iterations if iterations is None else int(iterations))
 
     def update(self, it: int) -> None:

@@ -149,13 +149,15 @@ class SolverConfig:
 
 #: settings renamed since earlier versions (old name → new name); configs and checkpoints with the old name still load
 RENAMED_SETTINGS = {"cuda_graph": "graph_capture"}
+#: settings that no longer exist and had no effect: read from configs and checkpoints of this version, and ignored
+REMOVED_SETTINGS = ("diagnostics",)
 
 
 def renamed_settings(table: dict, where: str = "solver settings") -> dict:
     """``table`` with old setting names replaced by their new ones (RENAMED_SETTINGS); both at once is an error."""
     if not isinstance(table, dict):
         return table  # the caller's field check reports it
-    out = dict(table)
+    out = {k: v for k, v in table.items() if k not in REMOVED_SETTINGS}
     for old, new in RENAMED_SETTINGS.items():
         if old in out:
             if new in out:
@@ -273,6 +275,7 @@ class Solver:
         s.linear_rr = wp.zeros(N * (L + 1) * W, dtype=float, device=dev)
         s.linear_iters = wp.zeros(N * W, dtype=int, device=dev)
         s.active_contacts = wp.zeros(N * W, dtype=int, device=dev)
+        s.line_searches = wp.zeros((N + 1) * W, dtype=int, device=dev)
         s.nonfinite = wp.zeros(W, dtype=int, device=dev)
         # inputs of a call (set by step): a zero force and unit rest-length scales when there is no Control
         self._no_force = wp.zeros(np_, dtype=wp.vec3, device=dev)
@@ -421,9 +424,12 @@ class Solver:
         )
 
     def _diagnostic_extras(self) -> dict:
-        """The formulation's own diagnostics (primal: warm_start_scale, (worlds,) the s kept of the carried bilateral
+        """line_search: (newton, worlds) 1 where the line search halved the update of Newton iteration k (its merit
+        grew); and the formulation's own (primal: warm_start_scale, (worlds,) the s kept of the carried bilateral
         multipliers, 1 = all)."""
-        return self.formulation.diagnostic_extras()
+        W, N = self.model.worlds, self.config.newton_iterations
+        searched = self.data.line_searches.numpy().reshape(N + 1, W)[1:].copy()
+        return dict(line_search=searched, **self.formulation.diagnostic_extras())
 
     def contact_impulses(self) -> tuple[np.ndarray, np.ndarray]:
         """Normal impulses (worlds, particles, shapes) [N·s] and friction impulses (worlds, particles, shapes, 2) [N·s]
