@@ -24,6 +24,9 @@ import warp as wp
 from .contact import shape_bounding_radius, shape_signed_distance
 from .data import ContactSettings, Jacobian, ModelData, contact_row0
 
+# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
+wp.set_module_options({"enable_backward": False})
+
 
 @wp.func
 def carried_slot(old_first: int, old_num: int, old_shape: wp.array(dtype=int), world_slot0: int, s: int) -> int:

@@ -3,6 +3,9 @@ finalisation. Functions of one particle ``tid`` (world-major: tid = w·particles
 
 import warp as wp
 
+# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
+wp.set_module_options({"enable_backward": False})
+
 
 @wp.func
 def predict_particle(

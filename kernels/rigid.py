@@ -15,6 +15,9 @@ import warp as wp
 
 from .data import ATTACHMENT, JOINT, BodyData, BodyJacobian, ModelData, family_row0
 
+# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
+wp.set_module_options({"enable_backward": False})
+
 JOINT_REVOLUTE = wp.constant(0)
 JOINT_PRISMATIC = wp.constant(1)
 JOINT_FIXED = wp.constant(2)

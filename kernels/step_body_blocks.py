@@ -10,7 +10,7 @@ from .body_precond import attachment_and_joint_block, body_contact_block, body_m
 from .data import BodyData, ModelData, StepData
 from .step_primal import PrimalData
 
-wp.set_module_options({"max_unroll": 0})
+wp.set_module_options({"max_unroll": 0, "enable_backward": False})
 
 
 @wp.kernel

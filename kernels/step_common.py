@@ -11,6 +11,9 @@ from .integrate import finalize_particle, predict_particle, start_multiplier
 from .rigid import finalize_body, predict_body
 from .world_rows import assemble_world_rows
 
+# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
+wp.set_module_options({"enable_backward": False})
+
 
 @wp.struct
 class ContactListData:

@@ -20,6 +20,9 @@ from .world_rows import (
     scatter_world_particles,
 )
 
+# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
+wp.set_module_options({"enable_backward": False})
+
 
 @wp.struct
 class DualData:
