@@ -9,7 +9,7 @@ from .contact_list import ShapeBvh, clear_contact_slot, contact_list_offsets, li
 from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
 from .integrate import finalize_particle, predict_particle, start_multiplier
 from .rigid import finalize_body, predict_body
-from .world_rows import assemble_world_rows
+from .world_rows import contacts_world, linearise_world_rows
 
 # forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
 wp.set_module_options({"enable_backward": False})
@@ -93,9 +93,11 @@ def contact_list_offsets_block(w: int, lane: int, n: int, capacity: int, count: 
 
 
 @wp.kernel
-def collide(m: ModelData, s: StepData, c: ContactListData):
-    """The step's particle–shape contact list (kernels/contact_list.py): the previous list is kept, the candidates are
-    counted per particle, given consecutive slots per world, and written with the multipliers they carried."""
+def collide(m: ModelData, b: BodyData, s: StepData, c: ContactListData):
+    """The step's contacts. The particle–shape list (kernels/contact_list.py): the previous list is kept, the
+    candidates are counted per particle, given consecutive slots per world, and written with the multipliers they
+    carried; then every contact's frame at the linearisation point, and the candidates of the rigid-body contact
+    slots (world_rows.contacts_world)."""
     w, lane = wp.tid()
     lanes = wp.block_dim()
     n = m.particle_count
@@ -127,14 +129,14 @@ def collide(m: ModelData, s: StepData, c: ContactListData):
             c.old_shape, c.bvh, 1, c.offset, c.count, s.jac, s.lam, s.contact_lam_n_prev,
         )
     block_sync()
+    contacts_world(w, lane, m, b, s)
 
 
 @wp.kernel
-def linearise(m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData, primal_fem: int):
-    """Every row family's Jacobians of the step at x⁻ + h·v⁻ (held for the whole step: a chord Newton method), and
-    which body contacts are candidates (kernels/world_rows.py, assemble_world_rows with linearise = 1)."""
+def linearise(m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData):
+    """The bilateral and elastic rows' Jacobians of the step (world_rows.linearise_world_rows)."""
     w, lane = wp.tid()
-    assemble_world_rows(w, lane, m_rows, m_attach, b, s, 0, 1, primal_fem, s.scratch_residual, 0)
+    linearise_world_rows(w, lane, m_rows, m_attach, b, s)
 
 
 @wp.kernel

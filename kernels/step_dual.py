@@ -52,7 +52,7 @@ def schur_product_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepDat
 
 @wp.func
 def assemble_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, newton_iteration: int, residual_sq: wp.array(dtype=float), residual_base: int):
-    assemble_world_rows(w, lane, m, m, b, s, newton_iteration, 0, 0, residual_sq, residual_base)
+    assemble_world_rows(w, lane, m, m, b, s, newton_iteration, 0, residual_sq, residual_base)
 
 
 @wp.func

@@ -205,7 +205,7 @@ def saddle_preconditioner(m: ModelData, b: BodyData, s: StepData, p: PrimalData,
 def assemble_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, newton_iteration: int, residual_sq: wp.array(dtype=float), residual_base: int):
     """Rows at the iterate (tets: constitutive impulses) and the particles' momentum residual: residual_sq gets
     Σφ² + Σ|r_v/A_pp|² [m²/s²] and p.b the saddle right-hand side (−r_v, −rhs = φ)."""
-    assemble_world_rows(w, lane, p.m_rows, p.m_attach, b, s, newton_iteration, 0, 1, residual_sq, residual_base)
+    assemble_world_rows(w, lane, p.m_rows, p.m_attach, b, s, newton_iteration, 1, residual_sq, residual_base)
     scatter_world_particles(w, lane, m, s, s.lam, s.tet_force, 1, s.impulse)
     n = m.particle_count
     acc = float(0.0)

@@ -9,7 +9,7 @@ matters (atomic sums into a world's merit) and ends at a barrier, so its results
 import warp as wp
 
 from .block import block_sync
-from .data import ATTACHMENT, BodyData, ModelData, StepData
+from .data import ATTACHMENT, CONTACT, BodyData, ModelData, StepData, family_element0
 from .friction import project_friction
 from .integrate import apply_particle_impulse
 from .rigid import apply_body_impulse, assemble_body_row, gather_body_row
@@ -26,6 +26,55 @@ from .schur import assemble_particle_element, gather_particle_rows, particle_tra
 
 
 @wp.func
+def contacts_world(w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepData):
+    """The contact part of the collision stage for world w, after the particle–shape list is written: which
+    rigid-body contact slots (particle–body-shape, body feature–target) are candidates this step, with their frames,
+    lever arms and friction coefficients, and the frames of the listed particle–shape contacts, all at the
+    linearisation point x⁻ + h·v⁻ and held for the step (kernels/rigid_contact.py, kernels/schur.py)."""
+    lanes = wp.block_dim()
+    n = m_rows.particle_body_count
+    for k in range(lane, n, lanes):
+        assemble_particle_body_contact(
+            w * n + k, m_rows, b, s.contact, s.h, 0, 1, s.x_start, s.v_start, s.v, s.body_x_start, s.body_v_start,
+            s.body_v, s.particle_body_lam_n_prev, s.lam, s.jac, s.rhs, s.diag, s.scratch_residual, 0,
+        )
+    n = b.body_contact_count
+    for k in range(lane, n, lanes):
+        assemble_body_contact(
+            w * n + k, m_rows, b, s.contact, s.h, 0, 1, s.body_x_start, s.body_v_start, s.body_v,
+            s.body_contact_lam_n_prev, s.lam, s.bjac, s.jac.row_compliance, s.rhs, s.diag, s.scratch_residual, 0,
+        )
+    n = m_rows.element_count
+    for e in range(family_element0(m_rows, CONTACT) + lane, n, lanes):
+        assemble_particle_element(
+            w * n + e, m_rows, s.contact, s.h, 0, 1, 0, s.x_start, s.v_start, s.v, s.distance_scale,
+            s.contact_lam_n_prev, s.lam, s.jac, s.rhs, s.diag, s.scratch_residual, 0, s.tet_force,
+        )
+    block_sync()
+
+
+@wp.func
+def linearise_world_rows(w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData):
+    """The Jacobians of world w's bilateral and elastic rows for the step: distance directions and tet rotations at
+    x⁻ + h·v⁻, attachment and joint Jacobians at x⁻ (held for the step: a chord Newton method)."""
+    lanes = wp.block_dim()
+    n = b.attachment_count + b.joint_count
+    for k in range(lane, n, lanes):
+        # the rows' values are written again by the first iteration; only their Jacobians matter here
+        assemble_body_row(
+            w * n + k, m_attach, b, s.h, s.x_start, s.v, s.body_x_start, s.body_v, s.lam, s.bjac, s.jac.row_compliance,
+            s.rhs, s.diag, s.scratch_residual, 0,
+        )
+    n = m_rows.element_count
+    for e in range(lane, family_element0(m_rows, CONTACT), lanes):
+        assemble_particle_element(
+            w * n + e, m_rows, s.contact, s.h, 0, 1, 0, s.x_start, s.v_start, s.v, s.distance_scale,
+            s.contact_lam_n_prev, s.lam, s.jac, s.rhs, s.diag, s.scratch_residual, 0, s.tet_force,
+        )
+    block_sync()
+
+
+@wp.func
 def assemble_world_rows(
     w: int,
     lane: int,
@@ -34,31 +83,29 @@ def assemble_world_rows(
     b: BodyData,
     s: StepData,
     newton_iteration: int,
-    linearise: int,
     primal_fem: int,
     residual_sq: wp.array(dtype=float),
     residual_base: int,
 ):
-    """Every row of world w at the iterate (linearise = 0; residual_sq[residual_base + w] += Σφ²), or the step's
-    Jacobians at x⁻ + h·v⁻ (linearise = 1). ``m_rows`` is the model the rows are assembled with (the primal step's
-    effective particle masses), ``m_attach`` the one of the attachment rows (docs/solver.md, "Preconditioner")."""
+    """Every row of world w at the iterate with the step's Jacobians: right-hand side −φ, Schur diagonal and
+    compliance; residual_sq[residual_base + w] += Σφ². ``m_rows`` is the model the rows are assembled with (the primal
+    step's effective particle masses), ``m_attach`` the one of the attachment rows (docs/solver.md,
+    "Preconditioner"); with ``primal_fem`` the tets' impulses are the constitutive ones."""
     lanes = wp.block_dim()
     n = m_rows.particle_body_count
     for k in range(lane, n, lanes):
         assemble_particle_body_contact(
-            w * n + k, m_rows, b, s.contact, s.h, newton_iteration, linearise, s.x_start, s.v_start, s.v, s.body_x_start,
+            w * n + k, m_rows, b, s.contact, s.h, newton_iteration, 0, s.x_start, s.v_start, s.v, s.body_x_start,
             s.body_v_start, s.body_v, s.particle_body_lam_n_prev, s.lam, s.jac, s.rhs, s.diag, residual_sq, residual_base,
         )
     n = b.body_contact_count
     for k in range(lane, n, lanes):
         assemble_body_contact(
-            w * n + k, m_rows, b, s.contact, s.h, newton_iteration, linearise, s.body_x_start, s.body_v_start, s.body_v,
+            w * n + k, m_rows, b, s.contact, s.h, newton_iteration, 0, s.body_x_start, s.body_v_start, s.body_v,
             s.body_contact_lam_n_prev, s.lam, s.bjac, s.jac.row_compliance, s.rhs, s.diag, residual_sq, residual_base,
         )
     n = b.attachment_count + b.joint_count
     for k in range(lane, n, lanes):
-        # attachment and joint Jacobians are taken at x⁻ (fixed for the step); in the linearisation pass only those
-        # Jacobians matter, the rows are written again by the first iteration
         assemble_body_row(
             w * n + k, m_attach, b, s.h, s.x_start, s.v, s.body_x_start, s.body_v, s.lam, s.bjac, s.jac.row_compliance,
             s.rhs, s.diag, residual_sq, residual_base,
@@ -66,7 +113,7 @@ def assemble_world_rows(
     n = m_rows.element_count
     for e in range(lane, n, lanes):
         assemble_particle_element(
-            w * n + e, m_rows, s.contact, s.h, newton_iteration, linearise, primal_fem, s.x_start, s.v_start, s.v,
+            w * n + e, m_rows, s.contact, s.h, newton_iteration, 0, primal_fem, s.x_start, s.v_start, s.v,
             s.distance_scale, s.contact_lam_n_prev, s.lam, s.jac, s.rhs, s.diag, residual_sq, residual_base, s.tet_force,
         )
     block_sync()

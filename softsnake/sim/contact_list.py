@@ -92,13 +92,13 @@ class ContactList:
         return bvh
 
     def collide(self) -> None:
-        """This step's candidates into the slots, carrying the multipliers of pairs that stay (after the prediction,
-        before the linearisation). One launch."""
+        """The collision stage (one launch, after the prediction): this step's particle–shape candidates into the
+        slots, carrying the multipliers of pairs that stay, and every contact family's candidates and frames."""
         s = self.s
         m = s.model
-        if m.contact_count == 0 or m.particle_count == 0:
+        if m.contact_count + m.body_contact_count + m.particle_body_count == 0:
             return
-        s.launch(kstep.collide, s.formulation.rows_data, s.data, self.data)
+        s.launch(kstep.collide, s.formulation.rows_data, m.body_data, s.data, self.data)
 
     def overflowing_worlds(self) -> dict[int, int]:
         """{world: candidates found} for the worlds whose last list overflowed (a host read; none when unbounded)."""

@@ -14,7 +14,6 @@ from softsnake.kernels import step_dual as kstep
 class DualStep:
     """The dual formulation of a :class:`~softsnake.sim.solver.Solver`: warm start, Newton stages and finish."""
 
-    primal_fem = 0
 
     def __init__(self, solver):
         self.s = solver

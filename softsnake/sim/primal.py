@@ -54,7 +54,6 @@ def with_inverse_masses(data: ModelData, inv_mass: wp.array) -> ModelData:
 class PrimalStep:
     """The primal formulation of a :class:`~softsnake.sim.solver.Solver`: warm start, Newton stages and finish."""
 
-    primal_fem = 1
 
     def __init__(self, solver):
         self.s = solver

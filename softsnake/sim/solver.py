@@ -328,8 +328,8 @@ class Solver:
         m, s, f = self.model, self.data, self.formulation
         self.launch(kstep.predict, m.data, m.body_data, s)  # x⁻, ṽ; start values of the multipliers
         if m.row_count > 0:
-            self.contact_list.collide()  # the step's particle–shape contact list
-            self.launch(kstep.linearise, f.rows_data, f.attachment_data, m.body_data, s, f.primal_fem)  # Jacobians
+            self.contact_list.collide()  # the step's contacts: the particle–shape list, every contact's frame
+            self.launch(kstep.linearise, f.rows_data, f.attachment_data, m.body_data, s)  # the other rows' Jacobians
             f.warm_start()  # carried impulses applied through this step's Jacobians
             for it in range(self.config.newton_iterations):
                 f.assemble(it)  # rows at the iterate, and the line search on the last update
