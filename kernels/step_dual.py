@@ -66,20 +66,30 @@ def update_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, x: w
 
 
 @wp.func
-def line_search_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, it: int):
-    """Where the last Newton update made the merit ‖φ‖² grow, take back half of it and evaluate the rows again."""
+def assemble_with_line_search(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, it: int):
+    """The rows at iterate ``it``; for it > 0, where the last Newton update made the merit ‖φ‖² grow, half of it is
+    taken back and the rows are evaluated again (one assembly call site, in a loop of one or two passes)."""
     W = s.worlds
-    if s.residual_sq[it * W + w] > s.residual_sq[(it - 1) * W + w]:
-        R = m.row_count
-        for r in range(lane, R, wp.block_dim()):
-            s.back[w * R + r] = -0.5 * s.dlam[w * R + r]
-        block_sync()
-        update_world(w, lane, m, b, s, s.back)
-        if lane == 0:
-            s.residual_sq[it * W + w] = 0.0
-            s.line_searches[it * W + w] = 1
-        block_sync()
-        assemble_world(w, lane, m, b, s, wp.min(it, s.newton_iterations - 1), s.residual_sq, it * W)
+    R = m.row_count
+    passes = int(1)
+    k = int(0)
+    while k < passes:
+        newton_iteration = it
+        if k > 0:
+            newton_iteration = wp.min(it, s.newton_iterations - 1)
+        assemble_world(w, lane, m, b, s, newton_iteration, s.residual_sq, it * W)
+        if k == 0 and it > 0:
+            if s.residual_sq[it * W + w] > s.residual_sq[(it - 1) * W + w]:
+                for r in range(lane, R, wp.block_dim()):
+                    s.back[w * R + r] = -0.5 * s.dlam[w * R + r]
+                block_sync()
+                update_world(w, lane, m, b, s, s.back)
+                if lane == 0:
+                    s.residual_sq[it * W + w] = 0.0
+                    s.line_searches[it * W + w] = 1
+                block_sync()
+                passes = 2
+        k += 1
 
 
 @wp.kernel
@@ -131,9 +141,7 @@ def warm_start(m: ModelData, b: BodyData, s: StepData, d: DualData):
 def newton_assemble(m: ModelData, b: BodyData, s: StepData, it: int):
     """Newton iteration ``it``: the rows at the iterate; from the second iteration on, the line search."""
     w, lane = wp.tid()
-    assemble_world(w, lane, m, b, s, wp.min(it, s.newton_iterations - 1), s.residual_sq, it * s.worlds)
-    if it > 0:
-        line_search_world(w, lane, m, b, s, it)
+    assemble_with_line_search(w, lane, m, b, s, it)
 
 
 @wp.kernel
@@ -159,44 +167,47 @@ def newton_solve(m: ModelData, b: BodyData, s: StepData, d: DualData, it: int, i
     if lane == 0:
         s.linear_rr[rr_base + w] = rr0
     block_sync()
-    num = schur_product_world(w, lane, m, b, s, d.z, d.Az)
+    num = float(0.0)
     num_prev = float(0.0)
     rr_k = rr0
     done = int(0)
-    for k in range(iterations):
-        beta = float(0.0)
-        if k > 0 and num_prev > 0.0:
-            beta = num / num_prev
-        acc = float(0.0)
-        for r in range(lane, R, lanes):
-            i = w * R + r
-            api = d.Az[i] + beta * d.Ap[i]
-            d.p[i] = d.z[i] + beta * d.p[i]
-            d.Ap[i] = api
-            acc += api * api / s.diag[i]
-        den = block_sum(acc)
-        alpha = float(0.0)
-        if den > 0.0 and rr_k > tol_sq * rr0:
-            alpha = num / den
-        acc = float(0.0)
-        for r in range(lane, R, lanes):
-            i = w * R + r
-            api = d.Ap[i]
-            s.dlam[i] = s.dlam[i] + alpha * d.p[i]
-            ri = d.r[i] - alpha * api
-            d.r[i] = ri
-            d.z[i] = d.z[i] - alpha * api / s.diag[i]
-            acc += ri * ri
-        rr_k = block_sum(acc)
-        if alpha != 0.0:
-            done += 1
-        if lane == 0 and k + 1 <= L:
-            s.linear_rr[rr_base + (k + 1) * W + w] = rr_k
-        if tol_sq > 0.0 and rr_k <= tol_sq * rr0:
-            break
+    k = int(-1)
+    while k < iterations:  # pass k = −1 only takes the first product (one call site of the product)
+        if k >= 0:
+            beta = float(0.0)
+            if k > 0 and num_prev > 0.0:
+                beta = num / num_prev
+            acc = float(0.0)
+            for r in range(lane, R, lanes):
+                i = w * R + r
+                api = d.Az[i] + beta * d.Ap[i]
+                d.p[i] = d.z[i] + beta * d.p[i]
+                d.Ap[i] = api
+                acc += api * api / s.diag[i]
+            den = block_sum(acc)
+            alpha = float(0.0)
+            if den > 0.0 and rr_k > tol_sq * rr0:
+                alpha = num / den
+            acc = float(0.0)
+            for r in range(lane, R, lanes):
+                i = w * R + r
+                api = d.Ap[i]
+                s.dlam[i] = s.dlam[i] + alpha * d.p[i]
+                ri = d.r[i] - alpha * api
+                d.r[i] = ri
+                d.z[i] = d.z[i] - alpha * api / s.diag[i]
+                acc += ri * ri
+            rr_k = block_sum(acc)
+            if alpha != 0.0:
+                done += 1
+            if lane == 0 and k + 1 <= L:
+                s.linear_rr[rr_base + (k + 1) * W + w] = rr_k
+            if tol_sq > 0.0 and rr_k <= tol_sq * rr0:
+                break
         if k + 1 < iterations:
             num_prev = num
             num = schur_product_world(w, lane, m, b, s, d.z, d.Az)
+        k += 1
     if lane == 0:
         s.linear_iters[it * W + w] = done
     tol = s.newton_tolerance
@@ -219,9 +230,7 @@ def finish(m: ModelData, b: BodyData, s: StepData):
     outside their cone projected onto it, the change applied through M⁻¹Jᵀ."""
     w, lane = wp.tid()
     N = s.newton_iterations
-    W = s.worlds
-    assemble_world(w, lane, m, b, s, N, s.residual_sq, N * W)
-    line_search_world(w, lane, m, b, s, N)
+    assemble_with_line_search(w, lane, m, b, s, N)
     if m.contact_count + b.body_contact_count + m.particle_body_count > 0:
         R = m.row_count
         for r in range(lane, R, wp.block_dim()):

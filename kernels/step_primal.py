@@ -232,29 +232,45 @@ def apply_world_update(w: int, lane: int, m: ModelData, b: BodyData, s: StepData
 
 
 @wp.func
-def line_search_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, it: int):
-    """Where the last Newton update made the merit ‖φ‖² grow (residual_sq of iterate ``it`` against ``it − 1``),
-    take back half of it and evaluate the rows again (a decision of the world, uniform over its block)."""
+def halve_last_update(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData):
+    """Take back half of the last Newton update (s.dlam, p.dv; the bodies through J_bᵀ), keeping the other half."""
+    R = m.row_count
+    for r in range(lane, R, wp.block_dim()):
+        s.back[w * R + r] = -0.5 * s.dlam[w * R + r]
+    block_sync()
+    apply_world_update(w, lane, m, b, s, s.back)
+    n = m.particle_count
+    for i in range(lane, n, wp.block_dim()):
+        k = w * n + i
+        half = p.dv[k] * 0.5
+        s.v[k] = s.v[k] - half
+        p.dv[k] = half
+    block_sync()
+
+
+@wp.func
+def assemble_with_line_search(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, it: int):
+    """The rows at iterate ``it`` (merit in residual_sq[it]); for it > 0, where the last Newton update made the merit
+    ‖φ‖² grow, half of it is taken back and the rows are evaluated again (a decision of the world, uniform over its
+    block). One assembly call site, in a loop of one or two passes."""
     W = s.worlds
-    grown = s.residual_sq[it * W + w] > s.residual_sq[(it - 1) * W + w]
-    if grown:
-        R = m.row_count
-        for r in range(lane, R, wp.block_dim()):
-            s.back[w * R + r] = -0.5 * s.dlam[w * R + r]
-        block_sync()
-        apply_world_update(w, lane, m, b, s, s.back)
-        n = m.particle_count
-        for i in range(lane, n, wp.block_dim()):
-            k = w * n + i
-            half = p.dv[k] * 0.5
-            s.v[k] = s.v[k] - half
-            p.dv[k] = half
-        block_sync()
-        if lane == 0:
-            s.residual_sq[it * W + w] = 0.0
-            s.line_searches[it * W + w] = 1
-        block_sync()
-        assemble_world(w, lane, m, b, s, p, wp.min(it, s.newton_iterations - 1), s.residual_sq, it * W)
+    N = s.newton_iterations
+    passes = int(1)
+    k = int(0)
+    while k < passes:
+        newton_iteration = it
+        if k > 0:
+            newton_iteration = wp.min(it, N - 1)
+        assemble_world(w, lane, m, b, s, p, newton_iteration, s.residual_sq, it * W)
+        if k == 0 and it > 0:
+            if s.residual_sq[it * W + w] > s.residual_sq[(it - 1) * W + w]:
+                halve_last_update(w, lane, m, b, s, p)
+                if lane == 0:
+                    s.residual_sq[it * W + w] = 0.0
+                    s.line_searches[it * W + w] = 1
+                block_sync()
+                passes = 2
+        k += 1
 
 
 @wp.kernel
@@ -294,7 +310,7 @@ def warm_start(m: ModelData, b: BodyData, s: StepData, p: PrimalData):
         p.warm_step[w * R + r] = -0.5 * carried
     block_sync()
     merit = wp.vec3()
-    for k in range(3):  # s = 1, ½, 0: two probe steps of −½λ
+    for k in range(3 * p.warm_scaled):  # s = 1, ½, 0: two probe steps of −½λ (a loop, not unrolled: one assembly)
         if k > 0:
             apply_world_update(w, lane, m, b, s, p.warm_step)
         assemble_world(w, lane, m, b, s, p, 0, p.warm_res, 0)
@@ -327,29 +343,33 @@ def newton_assemble(m: ModelData, b: BodyData, s: StepData, p: PrimalData, it: i
     """Newton iteration ``it``: rows and the saddle right-hand side at the iterate; from the second iteration on,
     the line search on the last update."""
     w, lane = wp.tid()
-    assemble_world(w, lane, m, b, s, p, wp.min(it, s.newton_iterations - 1), s.residual_sq, it * s.worlds)
-    if it > 0:
-        line_search_world(w, lane, m, b, s, p, it)
+    assemble_with_line_search(w, lane, m, b, s, p, it)
 
 
 @wp.func
 def minres_solve_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, iterations: int) -> int:
     """MINRES on world w's saddle system (right-hand side p.b, solution p.x), all ``iterations`` in this launch, or
-    until the preconditioned residual fell by s.linear_tolerance; returns the iterations run."""
+    until the preconditioned residual fell by s.linear_tolerance; returns the iterations run. Pass k = −1 preconditions
+    the right-hand side and starts the recurrence (one call site of the product and of the preconditioner)."""
     n = m.particle_count
     R = m.row_count
-    saddle_preconditioner_world(w, lane, m, b, s, p, p.b, p.y)
-    sc = minres_start(w, lane, n, R, p.skip_start, p.skip_count, p.b, p.y, p.x, p.r1, p.r2, p.w1, p.w2, p.v)
-    block_sync()
+    sc = MinresScalars()
     done = iterations
-    for k in range(iterations):
-        saddle_product_world(w, lane, m, b, s, p, p.v, p.y, 0)
-        alfa = minres_lanczos(w, lane, n, R, p.skip_start, p.skip_count, -1.0, sc, p.v, p.y, p.r1, p.r2)
+    alfa = float(0.0)
+    for k in range(-1, iterations):
+        r = p.b
+        if k >= 0:
+            saddle_product_world(w, lane, m, b, s, p, p.v, p.y, 0)
+            alfa = minres_lanczos(w, lane, n, R, p.skip_start, p.skip_count, -1.0, sc, p.v, p.y, p.r1, p.r2)
+            block_sync()
+            r = p.r2
+        saddle_preconditioner_world(w, lane, m, b, s, p, r, p.y)
+        if k < 0:
+            sc = minres_start(w, lane, n, R, p.skip_start, p.skip_count, p.b, p.y, p.x, p.r1, p.r2, p.w1, p.w2, p.v)
+        else:
+            sc = minres_update(w, lane, n, R, p.skip_start, p.skip_count, alfa, sc, p.r2, p.y, p.v, p.w1, p.w2, p.x)
         block_sync()
-        saddle_preconditioner_world(w, lane, m, b, s, p, p.r2, p.y)
-        sc = minres_update(w, lane, n, R, p.skip_start, p.skip_count, alfa, sc, p.r2, p.y, p.v, p.w1, p.w2, p.x)
-        block_sync()
-        if s.linear_tolerance > 0.0 and sc.phibar <= s.linear_tolerance * sc.beta1:
+        if k >= 0 and s.linear_tolerance > 0.0 and sc.phibar <= s.linear_tolerance * sc.beta1:
             done = k + 1
             break
     if lane == 0:
@@ -420,9 +440,7 @@ def finish(m: ModelData, b: BodyData, s: StepData, p: PrimalData):
     w, lane = wp.tid()
     lanes = wp.block_dim()
     N = s.newton_iterations
-    W = s.worlds
-    assemble_world(w, lane, m, b, s, p, N, s.residual_sq, N * W)
-    line_search_world(w, lane, m, b, s, p, N)
+    assemble_with_line_search(w, lane, m, b, s, p, N)
     n = m.particle_count
     if p.momentum_balance != 0:
         # with b_v = Jᵀλ − M(v − ṽ) per particle (the momentum residual at the last iterate), the body's net residual
