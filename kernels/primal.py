@@ -14,59 +14,7 @@ plus a trilinear coarse grid per soft body, coarse_space.py), where long stiff b
 
 import warp as wp
 
-from .data import Jacobian, ModelData
-from .schur import particle_transpose_product
-from .tet import lame_stress, polar_rotation, tet_jacobian_times, write_tet_forces
-
-
-@wp.func
-def tet_stiffness_product(
-    tid: int,
-    m: ModelData,
-    jac: Jacobian,
-    lame: wp.array(dtype=wp.vec2),
-    xv: wp.array(dtype=wp.vec3),
-    tet_force: wp.array(dtype=wp.vec3),
-):
-    """Tet ``tid`` (world-major): per vertex J_tᵀ s_t with s_t = −C_t⁻¹ J_t xv (the particle gather then sums
-    −Σ J_tᵀ C_t⁻¹ J_t xv = −K·xv). ``lame`` = h(h+β)·V·(λ, μ) per tet (tet_scaled_lame), so C_t⁻¹·c =
-    lame_stress(c, lame) needs no division here."""
-    w = tid // m.tet_count
-    t = tid - w * m.tet_count
-    idx = m.tet_indices[t]
-    B = m.tet_rest_inverse[t]
-    R = jac.tet_rotation[tid]
-    pbase = w * m.particle_count
-    c = tet_jacobian_times(R, B, xv[pbase + idx[0]], xv[pbase + idx[1]], xv[pbase + idx[2]], xv[pbase + idx[3]])
-    k = lame[t]
-    write_tet_forces(R, B, -lame_stress(c, k[0], k[1]), 4 * tid, tet_force)
-
-
-@wp.func
-def particle_system_top(
-    tid: int,
-    m: ModelData,
-    jac: Jacobian,
-    mass: wp.array(dtype=float),
-    xv: wp.array(dtype=wp.vec3),
-    xl: wp.array(dtype=float),
-    tet_force: wp.array(dtype=wp.vec3),
-    yv: wp.array(dtype=wp.vec3),
-    mass_xv: wp.array(dtype=wp.vec3),
-):
-    """Particle ``tid``: yv = M xv − Jᵀs, with Jᵀs = −K xv + J_pᵀ xl (the tets' part from the tet product in
-    ``tet_force``, the rows' part from xl); identity for kinematic particles. mass_xv = M xv, which the row gathers
-    turn back into xv (they multiply by M⁻¹)."""
-    w = tid // m.particle_count
-    p = tid - w * m.particle_count
-    mp = mass[p]
-    if mp > 0.0:
-        yv[tid] = xv[tid] * mp - particle_transpose_product(m, jac, xl, tet_force, 1, w, p)
-        mass_xv[tid] = xv[tid] * mp
-    else:
-        yv[tid] = xv[tid]
-        mass_xv[tid] = wp.vec3()
-
+from .tet import polar_rotation
 
 
 @wp.func

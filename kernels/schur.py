@@ -230,7 +230,10 @@ def add_tet_transpose_product(
     p: int,
 ) -> wp.vec3:
     """acc + Σ J_tᵀ x_t over the tets of particle p in world w, in tet order: from ``tet_force`` (per tet and vertex,
-    already J_tᵀ x_t) when use_tet_force = 1, else from the strain gradients and the tet rows of x."""
+    already J_tᵀ x_t) when use_tet_force = 1, from the strain gradients and the tet rows of x when 0; none when 2 (the
+    primal product takes the tets' part from its block matrix)."""
+    if use_tet_force == 2:
+        return acc
     first = m.particle_tet_start[p]
     last = m.particle_tet_start[p + 1]
     if use_tet_force != 0:
@@ -262,7 +265,7 @@ def particle_transpose_product(
     """(Jᵀ x) of particle p in world w, summed over the particle's rows in a fixed order (no atomics, so the result is
     reproducible and independent of the other worlds): distances, tets, contact slots, attachments, body-shape
     contacts. use_tet_force = 1 takes each tet's part from ``tet_force`` (per tet and vertex, already J_tᵀ x_t: the
-    primal step writes it where it computes x_t) instead of recomputing the strain gradients."""
+    primal step writes it where it computes x_t) instead of recomputing the strain gradients; 2 leaves the tets out."""
     acc = wp.vec3()
     tets_pending = int(1)  # the particle's tets follow its distances
     contacts_pending = int(1)  # its contact slots come after its tets and before its attachments

@@ -17,12 +17,12 @@ from .primal import (
     coarse_solve,
     fit_body_rotation,
     particle_residual,
-    particle_system_top,
     precondition_particle,
     start_velocity,
-    tet_stiffness_product,
     warm_start_scale,
 )
+from .schur import particle_transpose_product
+from .stiffness import StiffnessPattern, assemble_block, block_row_times, rotate_gradients
 from .rigid import apply_body_impulse
 from .rigid_contact import body_transpose_product
 from .world_rows import (
@@ -47,6 +47,7 @@ class PrimalData:
     m_attach: ModelData  # … with their two-level inverse masses (attachment rows)
     mass: wp.array(dtype=float)  # particle mass, 0 for kinematic particles [kg]
     tet_lame: wp.array(dtype=wp.vec2)  # h(h+β)·V·(λ, μ) per tet
+    stiffness: StiffnessPattern  # A_el = h(h+β)K as 3×3 blocks, assembled once per step (kernels/stiffness.py)
     diag_v: wp.array(dtype=float)  # A_pp, the particle blocks' diagonal
     # soft bodies (connected tet components) and the coarse space
     soft_bodies: int
@@ -78,7 +79,6 @@ class PrimalData:
     v_pred: wp.array(dtype=wp.vec3)
     dv: wp.array(dtype=wp.vec3)
     mass_xv: wp.array(dtype=wp.vec3)
-    product_tet_force: wp.array(dtype=wp.vec3)
     g: wp.array(dtype=float)
     # MINRES
     b: SaddleVector
@@ -119,15 +119,20 @@ class PrimalData:
 @wp.func
 def saddle_product_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, x: SaddleVector, y: SaddleVector, negate_rows: int):
     """y = [[A, −J_pᵀ], [−J_p, −S]] x for world w; with ``negate_rows = 0`` y's row part gets its negative,
-    J_p x_v + S x_l (MINRES folds the sign into its Lanczos step)."""
+    J_p x_v + S x_l (MINRES folds the sign into its Lanczos step). A x_v = M x_v + A_el x_v with the step's block
+    matrix; kinematic particles have identity rows. mass_xv = M x_v, which the row gathers turn back into x_v."""
     lanes = wp.block_dim()
-    n = m.tet_count
-    for t in range(lane, n, lanes):
-        tet_stiffness_product(w * n + t, m, s.jac, p.tet_lame, x.v, p.product_tet_force)
-    block_sync()
     n = m.particle_count
     for i in range(lane, n, lanes):
-        particle_system_top(w * n + i, m, s.jac, p.mass, x.v, x.l, p.product_tet_force, y.v, p.mass_xv)
+        k = w * n + i
+        mp = p.mass[i]
+        if mp > 0.0:
+            xm = x.v[k] * mp
+            y.v[k] = xm + block_row_times(w, i, n, p.stiffness, x.v) - particle_transpose_product(m, s.jac, x.l, s.tet_force, 2, w, i)
+            p.mass_xv[k] = xm
+        else:
+            y.v[k] = x.v[k]
+            p.mass_xv[k] = wp.vec3()
     if b.body_count > 0:
         scatter_world_bodies(w, lane, m, b, s, x.l, s.body_impulse)  # J_bᵀ x_l (ends at a barrier)
     else:
@@ -275,12 +280,19 @@ def assemble_with_line_search(w: int, lane: int, m: ModelData, b: BodyData, s: S
 
 @wp.kernel
 def warm_start(m: ModelData, b: BodyData, s: StepData, p: PrimalData):
-    """The start of the Newton iteration: v = v⁻ for dynamic particles (the carried friction impulse joins the
+    """The start of the Newton iteration: the step's elastic block matrix; v = v⁻ for dynamic particles (the carried friction impulse joins the
     prediction ṽ), the bodies take their part of the last cone projection and the carried multipliers, the soft bodies'
     rotations for the coarse space, and the scaled warm start of the bilateral multipliers (docs/solver.md, "Warm
     start": s ∈ [0, 1] minimising the parabola through the first residuals at s = 1, ½, 0)."""
     w, lane = wp.tid()
     lanes = wp.block_dim()
+    # the step's elastic block matrix (the rotations of the linearisation are held for the step)
+    n = m.tet_count
+    for t in range(lane, n, lanes):
+        rotate_gradients(w * n + t, m, s.jac, p.stiffness.rotated)
+    block_sync()
+    for k in range(lane, p.stiffness.blocks_per_world, lanes):
+        assemble_block(w, k, m, p.tet_lame, p.stiffness)
     n = m.particle_count
     for i in range(lane, n, lanes):
         start_velocity(w * n + i, m.particle_inv_mass[i], s.v_start, s.v, p.v_pred, s.carried_impulse)

@@ -16,15 +16,17 @@ from softsnake.kernels import body_precond as kbp
 from softsnake.kernels import minres as kmr
 from softsnake.kernels import step_body_blocks as kblocks
 from softsnake.kernels import step_primal as kstep
+from softsnake.kernels.stiffness import StiffnessPattern
 from softsnake.kernels.data import ModelData
 
 from .coarse_space import build_coarse_space, connected_labels, lame_parameters
+from .stiffness import block_pattern
 
 
 def tet_scaled_lame(data: ModelData, h: float) -> np.ndarray:
     """(T, 2): h(h+β)·V·(λ, μ) per tet [N·s²·m]: the Lamé parameters of the tet's linear-elastic stress (kernels/tet.py,
     tet_stiffness_times) times the implicit-Euler factor and the volume, so that the product's constitutive impulse is
-    one multiply-add per row (kernels/primal.py, tet_stiffness_product)."""
+    one multiply-add per row (kernels/stiffness.py, the blocks λ' r_a r_bᵀ + μ'((g_a·g_b) I + r_b r_aᵀ))."""
     lam, mu = lame_parameters(data.tet_youngs.numpy(), data.tet_poisson.numpy())
     scale = h * (h + data.tet_damping.numpy().astype(np.float64)) * data.tet_volume.numpy().astype(np.float64)
     return np.stack([scale * lam, scale * mu], axis=1) if len(lam) else np.zeros((1, 2))
@@ -89,6 +91,15 @@ class PrimalStep:
         p.m_attach = self.attachment_data
         p.mass = f32(np.where(m.particle_inv_mass_host > 0, m.particle_mass, 0.0))
         p.tet_lame = wp.array(tet_scaled_lame(data, solver.dt).astype(np.float32), dtype=wp.vec2, device=dev)
+        pattern = block_pattern(m.tet_indices, n, data.tet_rest_inverse.numpy())
+        sp = StiffnessPattern()
+        sp.blocks_per_world = pattern.block_count
+        sp.row_start, sp.col = i32(pattern.row_start), i32(pattern.col)
+        sp.contrib_start, sp.contrib = i32(pattern.contrib_start), i32(pattern.contrib)
+        sp.contrib_gg = f32(pattern.contrib_gg)
+        sp.blocks = wp.zeros(max(W * pattern.block_count, 1), dtype=wp.mat33, device=dev)
+        sp.rotated = wp.zeros(max(4 * W * m.tet_count, 1), dtype=wp.vec3, device=dev)
+        p.stiffness = sp
         p.diag_v = f32(cs.diag)
         self.bodies = cs.body_count
         self.nodes = cs.node_count
@@ -119,7 +130,6 @@ class PrimalStep:
         p.skip_start, p.skip_count = m.rows["tet"].offset, m.rows["tet"].rows
         p.free_rows = m.row_count - p.skip_count  # rows per world that keep a multiplier
         p.v_pred, p.dv, p.mass_xv = vec(), vec(), vec()
-        p.product_tet_force = wp.zeros(max(4 * W * m.tet_count, 1), dtype=wp.vec3, device=dev)  # −J_tᵀC_t⁻¹J_t x per vertex
         p.g = row()
         # MINRES vectors (particle part, row part)
         for name in ("b", "x", "y", "v", "r1", "r2", "w1", "w2"):
