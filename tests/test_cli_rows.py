@@ -128,7 +128,7 @@ def test_row09_vinemap_outputs_have_ordinary_file_modes(tmp_path, capfd):
     finally:
         os.umask(old)
     files = [p for p in (tmp_path / "dep").iterdir()] + [p for p in (tmp_path / "exp").iterdir()]
-    assert len(files) == 2 + 5
+    assert len(files) == 2 + 5 + 2  # and each folder's list of its outputs (softsnake.io.files.OUTPUTS_LIST)
     assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in files} == {"0o644"}
     assert stat.S_IMODE((tmp_path / "dep").stat().st_mode) == 0o755
 
@@ -191,20 +191,26 @@ def test_row15_no_raw_warp_driver_lines(tmp_path):
     only(tmp_path)
 
 
-def test_row16_first_use_compilation_is_announced(tmp_path, monkeypatch, capsys):
+def test_row16_first_use_compilation_is_announced_and_counted(tmp_path, monkeypatch, capsys):
     import warp as wp
 
-    from softsnake.sim.warp_runtime import announce_compilation, kernels_to_compile
+    from softsnake.sim import warp_runtime
+    from softsnake.sim.warp_runtime import compile_kernels, kernels_to_compile
 
-    assert main(["demo", "--seconds", "0.01", "--quiet"]) == 0  # compiles (or finds) the engine's kernels
+    compile_kernels("cpu")  # compiles (or finds) the engine's kernels
     capsys.readouterr()
-    assert "softsnake.kernels.pcr" not in kernels_to_compile("cpu")
-    assert not announce_compilation("cpu") or capsys.readouterr().err.startswith("softsnake: compiling")
+    assert not kernels_to_compile("cpu")
+    assert compile_kernels("cpu") == 0 and not capsys.readouterr().err  # all cached: silent
     monkeypatch.setattr(wp.config, "kernel_cache_dir", str(tmp_path))  # an empty cache: everything is to compile
     assert "softsnake.kernels.pcr" in kernels_to_compile("cpu")
-    assert announce_compilation("cpu")
+    two = {k: v for k, v in warp_runtime._engine_modules().items() if k in ("softsnake.kernels.actuation", "softsnake.kernels.integrate")}
+    monkeypatch.setattr(warp_runtime, "_engine_modules", lambda: two)  # compile two small modules, not all
+    assert compile_kernels("cpu") == 2
     err = capsys.readouterr().err
-    assert err.startswith("softsnake: compiling") and "first use" in err and len(err.splitlines()) == 1
+    assert err.startswith("softsnake: compiling 2 Warp kernel modules") and "first use" in err
+    assert "2/2" in err  # the count while they compile (issue: a minute of silence after the first line)
+    monkeypatch.setattr(wp.config, "kernel_cache_dir", str(tmp_path / "again"))
+    assert compile_kernels("cpu", bar=False) == 2 and "/2" not in capsys.readouterr().err  # --quiet: the line only
 
 
 def test_row17_readme_python_blocks_are_self_contained(tmp_path, monkeypatch):

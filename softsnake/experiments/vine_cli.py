@@ -90,14 +90,23 @@ def check_batch_command(args) -> None:
 
 
 def check_fit_command(args) -> None:
+    from softsnake.io.vine_data import read_video, read_wall_fit
+
     if bool(args.video) == bool(args.wall):
         raise ValueError("give either --video DIR [DIR ...] or --wall FILE")
     if args.wall and args.model != "linear":
         raise ValueError("the wall case fits the linear model (K, C) of the original")
+    if args.wall:
+        read_wall_fit(args.wall)
+    for video in args.video or ():
+        read_video(video)
 
 
 def check_replay_command(args) -> None:
+    from softsnake.io.vine_data import read_video
+
     read_params_toml(args.params)
+    read_video(args.video)
 
 
 def _plot_vines(ax, q, rects=None, walls=None, alpha=1.0, color=None, circles=None):

@@ -79,7 +79,7 @@ def model_bounds(law: str, substeps: int = 1) -> tuple[np.ndarray, np.ndarray]:
 def video_config(radius_px: float, max_length_px: float, *, link_radii: float = LINK_RADII, **overrides) -> VineConfig:
     """chen-preset vine for a video: tube radius 33.5 mm ↔ ``radius_px``; link length 4R; enough links for
     ``max_length_px``; effective mass 0.05 kg and inertia 0.01 kg m² (explicit bending stays stable at Δt = 0.1 s for
-    K ≲ 1 N m/rad); 4 Newton × 20 PCR iterations."""
+    K ≲ 1 N m/rad); 4 Newton × 20 linear-solver iterations."""
     scale = TUBE_RADIUS / radius_px
     ell = link_radii * TUBE_RADIUS
     links = int(math.ceil(max_length_px * scale / ell)) + 2

@@ -42,7 +42,7 @@ class SnakeConfig:
     inner_ring: int = 8  # particles on the inner ring of a cross-section (outer ring: twice as many)
     #: Ecoflex 00-30 Young's modulus (paper Sec. V)
     youngs_modulus: float = 66243.0
-    #: the paper's 0.4999 locks linear tets (solver notes §3, README): 0.45 keeps the link bendable with the same Y
+    #: the paper's 0.4999 locks linear tets (docs/formulation.md, "Locking"): 0.45 keeps the link bendable with the same Y
     poisson_ratio: float = 0.45
     density: float = 1070.0  # Ecoflex 00-30 [kg/m³]
     #: strain-rate damping time constant β of the tets [s] (silicone internal damping)
@@ -54,8 +54,7 @@ class SnakeConfig:
     #: section (chambers of area A_c with their axes at half the link radius, walls of equal thickness to the centre
     #: layer and to the surface): ρ × (1 − 2A_c/πR²) and Young's modulus × I_hollow/I_solid, the second moments of area
     #: about the inextensible centre plane (``link_material``; 0.820 and 0.804 for the defaults). The mesh itself stays
-    #: solid (paper Sec. V) and the actuation lines keep the material's Y (Eq. 4). False: the solid link of the
-    #: releases before (the checkpoints they wrote load with it)
+    #: solid (paper Sec. V) and the actuation lines keep the material's Y (Eq. 4). False: tets of the solid material
     chamber_voids: bool = True
     carriage_length: float = 0.035  # rigid cap pair + electronics plate, along the body
     carriage_width: float = 0.05
@@ -82,18 +81,17 @@ class SnakeConfig:
     #: that needs more raises ContactCapacityExceeded (1: a slot for every particle)
     contact_slot_fraction: float = 0.25
     #: keep the hard perimeter rows inside the two end sections of each link, which the carriages hold rigid (redundant
-    #: rows: a null space of the multiplier system that slowed the truncated solves, docs/snake.md); only for replaying
-    #: checkpoints and recordings made with them (before they were dropped), which SnakeSim.load detects
+    #: rows: a null space of the multiplier system that slows the truncated solves, docs/snake.md); for replaying
+    #: recordings of a model that had them (tests/data/recorded_snake_step.npz)
     attached_section_rows: bool = False
     #: control step [s]: one frame of ``substeps`` solver steps; the paper's h = 0.0083 s = 1/120 s, 2 per 1/60 s frame
     frame_dt: float = 1.0 / 60.0
     substeps: int = 2
     pneumatics: PneumaticsConfig = field(default_factory=PneumaticsConfig)
     #: solver settings; the link's coarse grid has 8 cells along the link (one per ~1.5 cross-sections) instead of the
-    #: engine's default 4: at 4 × 20 the held 8-psi link then came within 8–9.5 % of an 8 × 400 solve instead of
-    #: 10–11 %, and the coarse snake's 3 s gait within 48 % of 8 × 100 instead of 75 % (measured before the rows'
-    #: preconditioner was fixed at commit 60bf89f, which closed the rest; docs/snake.md), for ~10 % more time
-    solver: SolverConfig = field(default_factory=lambda: SolverConfig(diagnostics=False, coarse_cells=8, coarse_cell_edges=1.0))
+    #: engine's default 4, which brings the held link and the coarse snake's gait closer to a converged solve for ~10 %
+    #: more time (docs/snake.md)
+    solver: SolverConfig = field(default_factory=lambda: SolverConfig(coarse_cells=8, coarse_cell_edges=1.0))
 
     def __post_init__(self):
         for name in ("link_length", "link_radius", "youngs_modulus", "density", "chamber_area", "carriage_length", "carriage_width", "carriage_height", "carriage_mass", "wheel_radius", "wheel_width", "wheel_track", "wheel_mass", "frame_dt"):

@@ -9,7 +9,6 @@ import numpy as np
 import warp as wp
 
 from softsnake.sim import HingeTorques, ModelBuilder, Solver
-from softsnake.sim.model import quiet_warp
 
 from .vine import VineConfig, VineHandle, add_circles, add_rectangles, add_wall_segments, build_vine, planar_poses
 
@@ -26,7 +25,6 @@ class VineSim:
     (:class:`~softsnake.sim.HingeTorques`), evaluated at the start of every step like F(q_k, v_k) in the originals."""
 
     def __init__(self, config: VineConfig, *, rects=None, circles=None, walls=None, wall_thickness: float | None = None, worlds: int = 1, headings=None, bending_params=None, link_angles=None, link_lengths=None, growth_velocity: bool = False, device: str = "cpu", extra_shapes=None, on_nonfinite: str = "raise"):
-        quiet_warp()
         config.validate()
         self.config = config
         if isinstance(worlds, bool) or int(worlds) != worlds or worlds < 1:
