@@ -21,7 +21,9 @@ def _kernels_from_source_tree() -> None:
         return
     if importlib.util.find_spec("softsnake.kernels") is not None:  # an editable install maps it already
         return
-    spec = importlib.util.spec_from_file_location("softsnake.kernels", beside, submodule_search_locations=[str(beside.parent)])
+    spec = importlib.util.spec_from_file_location(
+        "softsnake.kernels", beside, submodule_search_locations=[str(beside.parent)]
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules["softsnake.kernels"] = module
     spec.loader.exec_module(module)
@@ -30,13 +32,22 @@ def _kernels_from_source_tree() -> None:
 
 _kernels_from_source_tree()
 
-from .sim.warp_runtime import quiet_warp, show_warp_messages  # noqa: E402
+from .sim.warp_runtime import quiet_warp, show_warp_messages  # noqa: E402 (after the kernels are found)
 
 quiet_warp()
 
-from .geometry import TetMesh, box_tet_mesh, read_tet_mesh, tetrahedralize, write_tet_mesh
-from .robots import ChamberPressures, OpenLoopGait, PneumaticsConfig, SnakeConfig, SnakeSim, VineConfig, VineSim, build_vine
-from .sim import (
+from .geometry import TetMesh, box_tet_mesh, read_tet_mesh, tetrahedralize, write_tet_mesh  # noqa: E402
+from .robots import (  # noqa: E402
+    ChamberPressures,
+    OpenLoopGait,
+    PneumaticsConfig,
+    SnakeConfig,
+    SnakeSim,
+    VineConfig,
+    VineSim,
+    build_vine,
+)
+from .sim import (  # noqa: E402
     ContactCapacityExceeded,
     Control,
     HingeTorques,

@@ -65,14 +65,15 @@ def _leaf_parsers(parser: argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from softsnake import __version__
     from softsnake.demo import add_commands as engine_commands
     from softsnake.experiments.cli import add_commands as snake_commands
     from softsnake.experiments.vine_cli import add_commands as vine_commands
     from softsnake.vinemap.cli import add_commands as vinemap_commands
 
-    from softsnake import __version__
-
-    parser = ArgumentParser(prog="softsnake", description="softsnake: GPU-first compliant-constraint physics engine for soft robots.")
+    parser = ArgumentParser(
+        prog="softsnake", description="softsnake: GPU-first compliant-constraint physics engine for soft robots."
+    )
     parser.add_argument("--version", action="version", version=f"softsnake {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for add in (engine_commands, snake_commands, vine_commands, vinemap_commands):

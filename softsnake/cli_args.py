@@ -14,7 +14,18 @@ import math
 import os
 from pathlib import Path
 
-__all__ = ["ArgumentParser", "integer", "number", "output_folder", "output_file", "input_path", "check_memory", "check_device", "human_bytes", "RunTimeNotice"]
+__all__ = [
+    "ArgumentParser",
+    "integer",
+    "number",
+    "output_folder",
+    "output_file",
+    "input_path",
+    "check_memory",
+    "check_device",
+    "human_bytes",
+    "RunTimeNotice",
+]
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -152,7 +163,10 @@ def check_memory(what: str, nbytes: float, device: str = "cpu") -> None:
     """ValueError when ``what`` needs more than the memory available on ``device`` (``nbytes``: a lower bound)."""
     avail = available_memory(device)
     if not math.isfinite(nbytes) or nbytes > avail:
-        raise ValueError(f"{what} needs at least {human_bytes(nbytes)} of memory, more than the {human_bytes(avail)} available on {device}")
+        raise ValueError(
+            f"{what} needs at least {human_bytes(nbytes)} of memory, more than the {human_bytes(avail)} available on "
+            f"{device}"
+        )
 
 
 def check_device(device: str) -> str:
@@ -180,7 +194,17 @@ class RunTimeNotice:
     first-use compilation and set-up are not counted; the estimate is made once at least ``probe_units`` more units
     and ``probe_s`` seconds have passed, and printed only if the rest of the run exceeds ``limit_s``."""
 
-    def __init__(self, prog: str, unit: str = "frame", *, limit_s: float = 3600.0, probe_units: int = 3, probe_s: float = 0.5, clock=None, stream=None):
+    def __init__(
+        self,
+        prog: str,
+        unit: str = "frame",
+        *,
+        limit_s: float = 3600.0,
+        probe_units: int = 3,
+        probe_s: float = 0.5,
+        clock=None,
+        stream=None,
+    ):
         import time
 
         self.prog, self.unit, self.limit_s, self.probe_units, self.probe_s = prog, unit, limit_s, probe_units, probe_s
@@ -204,7 +228,13 @@ class RunTimeNotice:
         if remaining > self.limit_s:
             import sys
 
-            print(f"{self.prog}: this run will take about {human_seconds(remaining)} more ({per_unit:.3g} s per {self.unit} over the first {units} {self.unit}s, {total - done} to go); Ctrl-C stops it with nothing written", file=self.stream or sys.stderr, flush=True)
+            print(
+                f"{self.prog}: this run will take about {human_seconds(remaining)} more ({per_unit:.3g} s per "
+                f"{self.unit} over the first {units} {self.unit}s, {total - done} to go); Ctrl-C stops it with "
+                "nothing written",
+                file=self.stream or sys.stderr,
+                flush=True,
+            )
 
 
 def human_seconds(s: float) -> str:

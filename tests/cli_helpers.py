@@ -42,4 +42,12 @@ def fails(argv, capfd, *needles):
 def run_softsnake(args, *, cwd=None, timeout=120, **popen):
     """Run ``python -m softsnake.cli args`` as a subprocess; returns the CompletedProcess (text)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.run([sys.executable, "-P", "-m", "softsnake.cli", *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env, **popen)
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "softsnake.cli", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        **popen,
+    )

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from cli_helpers import ROOT, cli, fails
-from softsnake.cli import main
 
 ASSETS = ROOT / "assets" / "vine"
 
@@ -46,7 +45,12 @@ def test_damaged_npz_and_npy_give_one_line_naming_the_file(tmp_path, damaged, ca
     video.mkdir()
     (video / "points.npy").write_bytes(damaged["noise.npy"].read_bytes())
     (video / "walls.npy").write_bytes(damaged["noise.npy"].read_bytes())
-    line = fails(["vine", "fit", "--video", video, "--out", tmp_path / "p.toml"], capfd, str(video / "points.npy"), "not a NumPy .npy file")
+    line = fails(
+        ["vine", "fit", "--video", video, "--out", tmp_path / "p.toml"],
+        capfd,
+        str(video / "points.npy"),
+        "not a NumPy .npy file",
+    )
     assert "allow_pickle" not in line
     only(tmp_path, *[p.name for p in damaged.values()], "vid")
 
@@ -61,8 +65,18 @@ def test_damaged_checkpoint_is_a_value_error_naming_it(damaged):
 
 
 def test_binary_rects_and_empty_reference_csv(tmp_path, damaged, capfd):
-    fails(["vine", "rollout", "--rects", damaged["noise.rects"], "--out", tmp_path / "D"], capfd, str(damaged["noise.rects"]), "not text")
-    line = fails(["vine", "rollout", "--reference", damaged["empty.csv"], "--out", tmp_path / "D"], capfd, str(damaged["empty.csv"]), "no rows")
+    fails(
+        ["vine", "rollout", "--rects", damaged["noise.rects"], "--out", tmp_path / "D"],
+        capfd,
+        str(damaged["noise.rects"]),
+        "not text",
+    )
+    line = fails(
+        ["vine", "rollout", "--reference", damaged["empty.csv"], "--out", tmp_path / "D"],
+        capfd,
+        str(damaged["empty.csv"]),
+        "no rows",
+    )
     assert "site-packages" not in line and "Warning" not in line and "columns" not in line
     assert not (tmp_path / "D").exists()
 
@@ -76,8 +90,29 @@ def _default_signals():
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_sigterm_and_sighup_clean_up_like_ctrl_c(tmp_path, sig, code):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    argv = [sys.executable, "-P", "-m", "softsnake.cli", "vinemap", "explore", "--random", "uniform", "--deployments", "100", "--out", str(tmp_path / "D")]
-    p = subprocess.Popen(argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_default_signals)
+    argv = [
+        sys.executable,
+        "-P",
+        "-m",
+        "softsnake.cli",
+        "vinemap",
+        "explore",
+        "--random",
+        "uniform",
+        "--deployments",
+        "100",
+        "--out",
+        str(tmp_path / "D"),
+    ]
+    p = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=_default_signals,
+    )
     deadline = time.time() + 60
     while not list(tmp_path.glob(".D.partial-*")) and time.time() < deadline and p.poll() is None:
         time.sleep(0.05)  # the staging folder exists: the command is running
@@ -145,7 +180,9 @@ def test_a_run_over_an_hour_says_how_long_first(tmp_path, capfd, monkeypatch):
         self.time = self.frame * self.config.frame_dt
 
     monkeypatch.setattr(snake_sim.SnakeSim, "step", slow_step)
-    code, _, err = cli(["gait", "--coarse", "--seconds", "100000", "--quiet", "--no-usd", "--no-gif", "--out", tmp_path / "D"], capfd)
+    code, _, err = cli(
+        ["gait", "--coarse", "--seconds", "100000", "--quiet", "--no-usd", "--no-gif", "--out", tmp_path / "D"], capfd
+    )
     assert code == 130
     assert err[0].startswith("softsnake gait: this run will take about ") and "days" in err[0], err
     assert err[-1] == "softsnake: interrupted; no output was written"
@@ -155,7 +192,8 @@ def test_a_run_over_an_hour_says_how_long_first(tmp_path, capfd, monkeypatch):
 def test_bench_estimate_comes_before_a_long_bench(monkeypatch, capsys):
     import argparse
 
-    from softsnake.experiments import bench, cli as snake_cli
+    from softsnake.experiments import bench
+    from softsnake.experiments import cli as snake_cli
 
     monkeypatch.setattr(bench, "bench_snakes", lambda *a, **k: {"ms_total": 250.0})
     args = argparse.Namespace(prog="softsnake bench", snake_counts=[1.0, 4.0], frames=100_000, device="cpu", cfg=None)
@@ -196,10 +234,24 @@ print("done")
 
 def test_api_scripts_are_quiet_unless_asked(tmp_path):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    quiet = subprocess.run([sys.executable, "-P", "-c", QUIET_SCRIPT.format(switch="")], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    quiet = subprocess.run(
+        [sys.executable, "-P", "-c", QUIET_SCRIPT.format(switch="")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stdout == "done\n"
-    loud = subprocess.run([sys.executable, "-P", "-c", QUIET_SCRIPT.format(switch="ss.show_warp_messages()")], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300)
+    loud = subprocess.run(
+        [sys.executable, "-P", "-c", QUIET_SCRIPT.format(switch="ss.show_warp_messages()")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert loud.returncode == 0 and "Warp" in loud.stdout and "Module softsnake.kernels" in loud.stdout, loud.stdout
 
 
@@ -214,7 +266,13 @@ print(softsnake.kernels.pcr.__name__)
 
 
 def test_imports_work_from_the_repository_root():
-    r = subprocess.run([sys.executable, "-c", IMPORT_FROM_ROOT.format(root=str(ROOT))], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", IMPORT_FROM_ROOT.format(root=str(ROOT))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0 and r.stdout.strip() == "softsnake.kernels.pcr", r.stderr
 
 
@@ -224,7 +282,20 @@ def test_gait_resume_continues_the_run_and_writes_the_animation(tmp_path, capfd)
     common = ["--quiet", "--no-usd"]
     assert cli(["gait", "--coarse", "--seconds", "0.2", *common, "--out", tmp_path / "whole"], capfd)[0] == 0
     assert cli(["gait", "--coarse", "--seconds", "0.1", *common, "--out", tmp_path / "first"], capfd)[0] == 0
-    code, out, err = cli(["gait", "--resume", tmp_path / "first" / "checkpoint.npz", "--seconds", "0.1", *common, "--json", "--out", tmp_path / "second"], capfd)
+    code, out, err = cli(
+        [
+            "gait",
+            "--resume",
+            tmp_path / "first" / "checkpoint.npz",
+            "--seconds",
+            "0.1",
+            *common,
+            "--json",
+            "--out",
+            tmp_path / "second",
+        ],
+        capfd,
+    )
     assert code == 0, err
     summary = json.loads(out)
     assert summary["start_seconds"] == pytest.approx(0.1) and summary["seconds"] == pytest.approx(0.2)
@@ -233,21 +304,39 @@ def test_gait_resume_continues_the_run_and_writes_the_animation(tmp_path, capfd)
     assert np.array_equal(whole["t"][-6:], second["t"])
     with Image.open(tmp_path / "whole" / "snake.gif") as gif:
         assert gif.n_frames == 1 + 12 // 4  # 15 fps of 60 Hz frames, and the start
-    fails(["gait", "--resume", tmp_path / "first" / "checkpoint.npz", "--coarse", "--out", tmp_path / "x"], capfd, "--resume", "--coarse")
+    fails(
+        ["gait", "--resume", tmp_path / "first" / "checkpoint.npz", "--coarse", "--out", tmp_path / "x"],
+        capfd,
+        "--resume",
+        "--coarse",
+    )
 
 
 def test_checkpoints_of_another_format_are_refused_in_one_line(tmp_path, capfd):
     from softsnake.robots.snake_sim import CHECKPOINT_VERSION, SnakeSim
 
-    assert cli(["gait", "--coarse", "--seconds", "0.05", "--quiet", "--no-usd", "--no-gif", "--out", tmp_path / "D"], capfd)[0] == 0
+    assert (
+        cli(
+            ["gait", "--coarse", "--seconds", "0.05", "--quiet", "--no-usd", "--no-gif", "--out", tmp_path / "D"], capfd
+        )[0]
+        == 0
+    )
     with np.load(tmp_path / "D" / "checkpoint.npz") as f:
         data = {k: f[k] for k in f.files}
     data["format"] = np.array("softsnake-snake-checkpoint-1")
     np.savez(tmp_path / "old.npz", **data)
-    line = fails(["gait", "--resume", tmp_path / "old.npz", "--out", tmp_path / "E"], capfd, "old.npz", "format 1", f"format {CHECKPOINT_VERSION} only")
+    line = fails(
+        ["gait", "--resume", tmp_path / "old.npz", "--out", tmp_path / "E"],
+        capfd,
+        "old.npz",
+        "format 1",
+        f"format {CHECKPOINT_VERSION} only",
+    )
     with pytest.raises(ValueError) as err:
         SnakeSim.load(tmp_path / "old.npz")
     assert str(err.value) in line
     data["format"] = np.array("something else")
     np.savez(tmp_path / "other.npz", **data)
-    fails(["gait", "--resume", tmp_path / "other.npz", "--out", tmp_path / "E"], capfd, "not a softsnake snake checkpoint")
+    fails(
+        ["gait", "--resume", tmp_path / "other.npz", "--out", tmp_path / "E"], capfd, "not a softsnake snake checkpoint"
+    )

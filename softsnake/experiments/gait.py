@@ -57,10 +57,30 @@ class Trajectory:
         return self.heading[-1] - self.heading0
 
     def save(self, path) -> Path:
-        return write_npz_atomic(path, t=self.t, com=self.com, pressure=self.pressure, curvature=self.curvature, heading=self.heading, com0=self.com0, t0=np.float64(self.t0), body_length=np.float64(self.body_length))
+        return write_npz_atomic(
+            path,
+            t=self.t,
+            com=self.com,
+            pressure=self.pressure,
+            curvature=self.curvature,
+            heading=self.heading,
+            com0=self.com0,
+            t0=np.float64(self.t0),
+            body_length=np.float64(self.body_length),
+        )
 
 
-def run_gait(gait, seconds: float, *, worlds: int = 1, config: SnakeConfig | None = None, device: str = "cpu", sim: SnakeSim | None = None, frame_callback=None, progress=None) -> Trajectory:
+def run_gait(
+    gait,
+    seconds: float,
+    *,
+    worlds: int = 1,
+    config: SnakeConfig | None = None,
+    device: str = "cpu",
+    sim: SnakeSim | None = None,
+    frame_callback=None,
+    progress=None,
+) -> Trajectory:
     """Run an open-loop gait (one OpenLoopGait for all worlds, or a list of one per world) for ``seconds`` [s].
 
     ``frame_callback(sim)`` is called after every frame (e.g. a USD writer); ``progress(done, total)`` for a display.

@@ -4,10 +4,9 @@ Every reader validates its input and raises ValueError naming the file and what 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-
-import warnings
 
 import numpy as np
 
@@ -68,7 +67,9 @@ def read_julia_rollout(path, *, bodies: int | None = None) -> tuple[np.ndarray, 
     p = Path(path)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("error", UserWarning)  # NumPy warns (and returns an empty array) for a file without rows
+            warnings.simplefilter(
+                "error", UserWarning
+            )  # NumPy warns (and returns an empty array) for a file without rows
             data = np.loadtxt(p, delimiter=",", skiprows=1, ndmin=2)
     except OSError as exc:
         raise ValueError(f"cannot read rollout csv {str(p)!r}: {exc.strerror or exc}") from None
@@ -79,7 +80,9 @@ def read_julia_rollout(path, *, bodies: int | None = None) -> tuple[np.ndarray, 
             raise ValueError(f"rollout csv {str(p)!r} has no rows after its header") from None
         raise ValueError(f"rollout csv {str(p)!r} is not rows of comma-separated numbers: {exc}") from None
     if data.shape[1] % 6 != 0:
-        raise ValueError(f"rollout csv {str(p)!r}: {data.shape[1]} columns is not 6 per body (x, y, θ, then velocities)")
+        raise ValueError(
+            f"rollout csv {str(p)!r}: {data.shape[1]} columns is not 6 per body (x, y, θ, then velocities)"
+        )
     B = data.shape[1] // 6
     if bodies is not None and B != bodies:
         raise ValueError(f"rollout csv {str(p)!r} has {B} bodies, expected {bodies}")
@@ -111,7 +114,10 @@ def read_wall_fit(path) -> WallFitData:
     except (TypeError, ValueError):
         raise ValueError(f"wall-fit data {str(p)!r}: x_mm, y_mm and growth_rate_mm_s must be numeric arrays") from None
     if x.shape != y.shape or x.ndim != 2 or x.shape[1] < 2 or g.ndim != 2:
-        raise ValueError(f"wall-fit data {str(p)!r}: x_mm {x.shape} and y_mm {y.shape} must be equal (frames, points); growth {g.shape} (steps, joints)")
+        raise ValueError(
+            f"wall-fit data {str(p)!r}: x_mm {x.shape} and y_mm {y.shape} must be equal (frames, points); growth "
+            f"{g.shape} (steps, joints)"
+        )
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and np.all(np.isfinite(g))):
         raise ValueError(f"wall-fit data {str(p)!r} has non-finite values")
     return WallFitData(np.stack([x, y], axis=-1) * 1e-3, g * 1e-3, n)
@@ -133,7 +139,9 @@ class VideoDeployment:
 
     def lengths(self) -> np.ndarray:
         """Polyline length of each frame's centreline [px]."""
-        return np.array([np.sum(np.linalg.norm(np.diff(f, axis=0), axis=1)) if len(f) > 1 else 0.0 for f in self.frames])
+        return np.array(
+            [np.sum(np.linalg.norm(np.diff(f, axis=0), axis=1)) if len(f) > 1 else 0.0 for f in self.frames]
+        )
 
 
 def read_video(directory) -> VideoDeployment:
@@ -162,4 +170,6 @@ def read_video(directory) -> VideoDeployment:
         if n != int(n) or not (0 <= n <= P):
             raise ValueError(f"{d}/points.npy frame {t}: point count {n!r} is not an integer in [0, {P}]")
         frames.append(np.asarray(pts[t, 1 : 1 + int(n)], dtype=np.float64))
-    return VideoDeployment(d.name, frames, np.asarray(walls[1:], dtype=np.float64), np.asarray(walls[0], dtype=np.float64))
+    return VideoDeployment(
+        d.name, frames, np.asarray(walls[1:], dtype=np.float64), np.asarray(walls[0], dtype=np.float64)
+    )

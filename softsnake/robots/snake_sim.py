@@ -59,7 +59,9 @@ class SnakeSim:
         self.worlds = int(worlds)
         builder, self.layout = build_snake(self.config)
         slots = math.ceil(self.config.contact_slot_fraction * builder.particle_count) * min(builder.shape_count, 1)
-        self.model = builder.finalize(device=device, worlds=self.worlds, contact_capacity=slots)  # unknown device → ValueError
+        self.model = builder.finalize(
+            device=device, worlds=self.worlds, contact_capacity=slots
+        )  # unknown device → ValueError
         self.device = self.model.device
         self.state = self.model.state()
         self.control = self.model.control()
@@ -103,7 +105,13 @@ class SnakeSim:
         wp.launch(
             kact.chamber_rest_scale,
             dim=self.worlds * m.distance_count,
-            inputs=[m.distance_count, 2 * self.links, float(self.config.youngs_modulus), self._distance_chamber, self._chamber_pa],
+            inputs=[
+                m.distance_count,
+                2 * self.links,
+                float(self.config.youngs_modulus),
+                self._distance_chamber,
+                self._chamber_pa,
+            ],
             outputs=[self.control.distance_rest_scale],
             device=self.device,
         )
@@ -129,7 +137,9 @@ class SnakeSim:
         """Centre of mass of each snake (worlds, 3) [m]."""
         x = self.particle_positions().astype(np.float64)
         bq = self.body_poses().astype(np.float64)
-        s = np.einsum("wpk,p->wk", x, self.model.particle_mass) + np.einsum("wbk,b->wk", bq[:, :, :3], self.model.body_mass)
+        s = np.einsum("wpk,p->wk", x, self.model.particle_mass) + np.einsum(
+            "wbk,b->wk", bq[:, :, :3], self.model.body_mass
+        )
         return s / self.total_mass
 
     def carriage_headings(self) -> np.ndarray:
@@ -152,7 +162,7 @@ class SnakeSim:
     def snapshot(self) -> dict:
         """Host copies of everything a step depends on: time, pressures, targets, the engine state and the solver's
         carried arrays (``restore`` puts them back; ``save`` writes them with the config). For in-memory rollouts from
-        one state, e.g. the same frame at several solver budgets (benchmarks/snake_step_error.py)."""
+        one state, e.g. the same frame at several solver budgets (benchmarks/studies/snake_step_error.py)."""
         arrays = dict(
             meta=np.array(json.dumps(dict(worlds=self.worlds, frame=self.frame))),
             chamber_pressures=self._pressures.values,
@@ -181,7 +191,9 @@ class SnakeSim:
         self._targets = np.asarray(snapshot["targets"], dtype=np.float64).copy()
         for name in names:
             getattr(self.state, name).assign(snapshot[name])
-        self.solver.restore_carried_state({k[len("solver_"):]: v for k, v in snapshot.items() if k.startswith("solver_")})
+        self.solver.restore_carried_state(
+            {k[len("solver_") :]: v for k, v in snapshot.items() if k.startswith("solver_")}
+        )
         self.frame = int(meta["frame"])
         self.time = self.frame * self.config.frame_dt
         self._upload_pressures()
@@ -190,7 +202,12 @@ class SnakeSim:
         """Write a checkpoint (.npz, atomically): config, time, pressures, targets, the engine state and the solver's
         carried arrays. ``SnakeSim.load`` resumes it bit-identically on the same device type."""
         path = Path(path)
-        arrays = dict(format=np.array(CHECKPOINT_FORMAT), softsnake_version=np.array(_version()), config_toml=np.array(self.config.to_toml()), **self.snapshot())
+        arrays = dict(
+            format=np.array(CHECKPOINT_FORMAT),
+            softsnake_version=np.array(_version()),
+            config_toml=np.array(self.config.to_toml()),
+            **self.snapshot(),
+        )
         return write_npz_atomic(path, **arrays)
 
     @classmethod
@@ -222,7 +239,10 @@ class SnakeSim:
 
     def __repr__(self) -> str:
         c = self.layout.counts
-        return f"SnakeSim(worlds={self.worlds}, device={self.device}, particles/snake={c['particles']}, tets/snake={c['tets']}, h={self.config.h:.5f} s × {self.config.substeps} per frame)"
+        return (
+            f"SnakeSim(worlds={self.worlds}, device={self.device}, particles/snake={c['particles']}, "
+            f"tets/snake={c['tets']}, h={self.config.h:.5f} s × {self.config.substeps} per frame)"
+        )
 
 
 def check_checkpoint_format(data: dict, path) -> None:
@@ -234,7 +254,10 @@ def check_checkpoint_format(data: dict, path) -> None:
     prefix = CHECKPOINT_FORMAT.rsplit("-", 1)[0] + "-"
     if not found.startswith(prefix):
         raise ValueError(f"{str(path)!r} is not a softsnake snake checkpoint")
-    raise ValueError(f"checkpoint {str(path)!r} has format {found.removeprefix(prefix)}; softsnake {_version()} reads format {CHECKPOINT_VERSION} only (resume it with the version that wrote it, or start the run again)")
+    raise ValueError(
+        f"checkpoint {str(path)!r} has format {found.removeprefix(prefix)}; softsnake {_version()} reads format "
+        f"{CHECKPOINT_VERSION} only (resume it with the version that wrote it, or start the run again)"
+    )
 
 
 def gait_targets(gait, t: float, worlds: int, links: int) -> np.ndarray:

@@ -67,9 +67,10 @@ def resolve_device_quietly(device: str):
 
 def _engine_modules() -> dict:
     """Warp's registry of the softsnake modules that hold kernels (importing the solver imports every kernel module)."""
+    from warp._src.context import user_modules
+
     import softsnake.sim.primal  # noqa: F401
     import softsnake.sim.solver  # noqa: F401
-    from warp._src.context import user_modules
 
     return {name: m for name, m in list(user_modules.items()) if name.startswith("softsnake") and m.kernels}
 
@@ -101,9 +102,16 @@ def compile_kernels(device: str = "cpu", *, bar: bool = True, stream=None) -> in
     if not missing:
         return 0
     stream = stream or sys.stderr
-    print(f"softsnake: compiling {len(missing)} Warp kernel modules for {device} on first use (a few minutes on a CPU; cached in {wp.config.kernel_cache_dir} for later runs)", file=stream, flush=True)
+    print(
+        f"softsnake: compiling {len(missing)} Warp kernel modules for {device} on first use (a few minutes on a CPU; "
+        f"cached in {wp.config.kernel_cache_dir} for later runs)",
+        file=stream,
+        flush=True,
+    )
     modules = _engine_modules()
-    with tqdm(total=len(missing), desc="softsnake: compiling", unit="module", file=stream, disable=not bar, leave=False) as progress:
+    with tqdm(
+        total=len(missing), desc="softsnake: compiling", unit="module", file=stream, disable=not bar, leave=False
+    ) as progress:
         with ThreadPoolExecutor(max_workers=max(1, min(os.cpu_count() or 1, 4))) as pool:
             jobs = [pool.submit(wp.load_module, modules[name], device=device, max_workers=0) for name in missing]
             for job in as_completed(jobs):
