@@ -1,4 +1,4 @@
-"""The ``jitosho`` preset against the original (Julia/OSQP) planar simulator's rollouts (data/vine/julia_rollouts)."""
+"""The ``jitosho`` preset against the original (Julia/OSQP) planar simulator's rollouts (assets/vine/julia_rollouts)."""
 
 from __future__ import annotations
 

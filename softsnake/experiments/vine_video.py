@@ -1,4 +1,4 @@
-"""Real video deployments (data/vine/real_video, Chen et al. 2025): scene set-up, batched rollouts, the published
+"""Real video deployments (assets/vine/real_video, Chen et al. 2025): scene set-up, batched rollouts, the published
 metric, fitting of the bending models and replay in the video's pixel frame.
 
 Conventions (measured on the data, see docs/vine.md):

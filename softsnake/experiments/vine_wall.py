@@ -1,4 +1,4 @@
-"""The wall-growth experiment of Jitosho et al. 2021 (Fig. 7; data/vine/jitosho_wall_fit.npz): fit K and C.
+"""The wall-growth experiment of Jitosho et al. 2021 (Fig. 7; assets/vine/jitosho_wall_fit.npz): fit K and C.
 
 Scene (data README, converted to SI): 5 links (10 bodies), d = 16.845 mm, tube diameter 24 mm, Δt = 1/90 s, body mass
 0.001 and inertia 200 (mm-based units → 2e-4 kg m²), starting guess K = 50000 (→ 0.05 N m/rad), C = 10 (→ 1e-5),

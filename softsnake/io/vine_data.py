@@ -107,7 +107,9 @@ def read_wall_fit(path) -> WallFitData:
     z = read_npz(p, "wall-fit data")
     missing = [k for k in ("x_mm", "y_mm", "growth_rate_mm_s") if k not in z]
     if missing:
-        raise ValueError(f"wall-fit data {str(p)!r} lacks {', '.join(missing)} (needs x_mm, y_mm, growth_rate_mm_s)")
+        raise ValueError(
+            f"cannot read wall-fit data {str(p)!r}: it lacks {', '.join(missing)} (needs x_mm, y_mm, growth_rate_mm_s)"
+        )
     try:
         x, y, g = (np.asarray(z[k], float) for k in ("x_mm", "y_mm", "growth_rate_mm_s"))
         n = np.asarray(z.get("normal_impulse_guess", np.zeros(0)), float)
