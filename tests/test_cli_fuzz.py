@@ -22,7 +22,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from cli_helpers import EXAMPLE_ENV  # noqa: E402
+from cli_helpers import EXAMPLE_ENV, ROOT  # noqa: E402
 from softsnake.cli import build_parser, main  # noqa: E402
 
 EXAMPLES = int(os.environ.get("SOFTSNAKE_FUZZ_EXAMPLES", "300"))
@@ -179,7 +179,16 @@ LOADERS = {  # file name → the command that reads it (the file's path replaces
     "env.json": ["vinemap", "deploy", "--env", "{}", "--launch", "0.3333,0.03,80", "--out", "dir/v"],
     "scene.rects": ["vine", "rollout", "--rects", "{}", "--seconds", "0.05", "--out", "dir/r"],
     "vine.toml": ["vine", "batch", "--config", "{}", "--vines", "2", "--out", "dir/b"],
-    "params.toml": ["vine", "replay", "--video", "dir", "--params", "{}", "--out", "dir/p"],
+    "params.toml": [
+        "vine",
+        "replay",
+        "--video",
+        str(ROOT / "assets" / "vine" / "real_video" / "vid1"),
+        "--params",
+        "{}",
+        "--out",
+        "dir/p",
+    ],
 }
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats(allow_nan=False) | st.text(max_size=8),

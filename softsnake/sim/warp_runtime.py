@@ -109,9 +109,8 @@ def compile_kernels(device: str = "cpu", *, bar: bool = True, stream=None) -> in
         flush=True,
     )
     modules = _engine_modules()
-    with tqdm(
-        total=len(missing), desc="softsnake: compiling", unit="module", file=stream, disable=not bar, leave=False
-    ) as progress:
+    count = dict(total=len(missing), desc="softsnake: compiling", unit="module", mininterval=0, leave=False)
+    with tqdm(file=stream, disable=not bar, **count) as progress:
         with ThreadPoolExecutor(max_workers=max(1, min(os.cpu_count() or 1, 4))) as pool:
             jobs = [pool.submit(wp.load_module, modules[name], device=device, max_workers=0) for name in missing]
             for job in as_completed(jobs):
