@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from cli_helpers import ROOT, cli, fails
+from cli_helpers import ROOT, cli, fails, run_python, signal_during_explore
 
 ASSETS = ROOT / "assets" / "vine"
 
@@ -81,45 +81,10 @@ def test_binary_rects_and_empty_reference_csv(tmp_path, damaged, capfd):
     assert not (tmp_path / "D").exists()
 
 
-def _default_signals():
-    """Child-side: default handlers (a background job may inherit SIGINT/SIGHUP as ignored)."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_sigterm_and_sighup_clean_up_like_ctrl_c(tmp_path, sig, code):
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    argv = [
-        sys.executable,
-        "-P",
-        "-m",
-        "softsnake.cli",
-        "vinemap",
-        "explore",
-        "--random",
-        "uniform",
-        "--deployments",
-        "100",
-        "--out",
-        str(tmp_path / "D"),
-    ]
-    p = subprocess.Popen(
-        argv,
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        preexec_fn=_default_signals,
-    )
-    deadline = time.time() + 60
-    while not list(tmp_path.glob(".D.partial-*")) and time.time() < deadline and p.poll() is None:
-        time.sleep(0.05)  # the staging folder exists: the command is running
-    time.sleep(0.3)
-    p.send_signal(sig)
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == code, err
+    status, err = signal_during_explore(tmp_path, sig)
+    assert status == code, err
     assert err.strip().splitlines()[-1] == f"softsnake: stopped by {signal.Signals(sig).name}; no output was written"
     assert "Traceback" not in err
     only(tmp_path)
@@ -233,25 +198,10 @@ print("done")
 
 
 def test_api_scripts_are_quiet_unless_asked(tmp_path):
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    quiet = subprocess.run(
-        [sys.executable, "-P", "-c", QUIET_SCRIPT.format(switch="")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    quiet = run_python(QUIET_SCRIPT.format(switch=""), tmp_path)
     assert quiet.returncode == 0, quiet.stderr
     assert quiet.stdout == "done\n"
-    loud = subprocess.run(
-        [sys.executable, "-P", "-c", QUIET_SCRIPT.format(switch="ss.show_warp_messages()")],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    loud = run_python(QUIET_SCRIPT.format(switch="ss.show_warp_messages()"), tmp_path)
     assert loud.returncode == 0 and "Warp" in loud.stdout and "Module softsnake.kernels" in loud.stdout, loud.stdout
 
 

@@ -9,14 +9,12 @@ import os
 import re
 import signal
 import stat
-import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
-from cli_helpers import EXAMPLE_ENV, ROOT, answer_lines, cli, fails, run_softsnake
+from cli_helpers import EXAMPLE_ENV, ROOT, answer_lines, cli, fails, run_softsnake, signal_during_explore
 from softsnake.cli import build_parser
 
 
@@ -72,44 +70,10 @@ def test_row02_interrupt_gives_one_line_130_and_no_output(tmp_path, capfd, monke
     ).read_bytes() == b"earlier run"
 
 
-def _default_sigint():
-    """Child-side: default SIGINT handling. A job started with `&` by a non-interactive shell (e.g. CI run in the
-    background) inherits SIGINT as ignored, and Python then installs no KeyboardInterrupt handler."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_row02_sigint_during_vinemap_explore(tmp_path):
     """A real Ctrl-C (SIGINT) in a subprocess: one line, exit 130, no output folder."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-P",
-            "-m",
-            "softsnake.cli",
-            "vinemap",
-            "explore",
-            "--random",
-            "uniform",
-            "--deployments",
-            "100",
-            "--out",
-            str(tmp_path / "D"),
-        ],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        preexec_fn=_default_sigint,
-    )
-    deadline = time.time() + 60
-    while not list(tmp_path.glob(".D.partial-*")) and time.time() < deadline and p.poll() is None:
-        time.sleep(0.05)  # the staging folder exists: the command is running
-    time.sleep(0.3)
-    p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 130, err
+    code, err = signal_during_explore(tmp_path, signal.SIGINT)
+    assert code == 130, err
     assert err.strip().splitlines()[-1] == "softsnake: interrupted; no output was written" and "Traceback" not in err
     only(tmp_path)
 
