@@ -122,31 +122,6 @@ def test_carried_list_resumes_bit_for_bit_and_a_dense_saved_state_still_loads():
         ss.Solver(model).restore_carried_state(dense)
 
 
-def test_snake_checkpoint_of_the_dense_layout_resumes(tmp_path):
-    from test_snake import coarse
-
-    sim = ss.SnakeSim(worlds=2, config=coarse())
-    assert sim.model.contact_count < sim.model.particle_count  # a quarter of the particles (SnakeConfig)
-    targets = np.array([[4.0], [-3.0]]) * (-1.0) ** np.arange(sim.links)  # alternating sides, two levels
-    for _ in range(3):
-        sim.set_pressure_targets(targets)
-        sim.step()
-    path = sim.save(tmp_path / "snake.npz")
-    with np.load(path) as f:
-        data = {k: f[k] for k in f.files}
-    solver = {k[len("solver_") :]: v for k, v in data.items() if k.startswith("solver_")}
-    old = {k: v for k, v in data.items() if not k.startswith("solver_")}
-    old.update({"solver_" + k: v for k, v in dense_solver_state(solver, sim.model, worlds=2).items()})
-    np.savez(tmp_path / "dense.npz", **old)
-    resumed = ss.SnakeSim.load(tmp_path / "dense.npz")
-    assert resumed.model.contact_count == resumed.model.particle_count
-    for s in (sim, resumed):
-        for _ in range(3):
-            s.set_pressure_targets(targets)
-            s.step()
-    assert np.allclose(resumed.state.particle_q.numpy(), sim.state.particle_q.numpy(), rtol=0.0, atol=1e-6)
-
-
 def _cube_on_a_bed_of_posts(bvh_min_shapes, monkeypatch, steps=30):
     """A soft cube settling on 36 small posts and a sphere (particles touching up to several shapes at once)."""
     import softsnake.sim.contact_list as contact_list
