@@ -70,7 +70,7 @@ def soft_slab_with_rigid_chain(cells=(30, 5, 5), size=(0.3, 0.05, 0.05), carriag
 def soft_slab_among_obstacles(obstacles: int = 100, cells=(30, 5, 5), size=(0.3, 0.05, 0.05), **slab_kwargs):
     """The soft slab on the ground among ``obstacles`` static boxes (2 cm posts on a grid around it, none touching
     it): a contact-scaling scene. Its contact rows come from the step's compact contact list, so they grow with the
-    contacts, not with particles × shapes (issue 11, target 4)."""
+    contacts, not with particles × shapes."""
     b = soft_slab_on_ground(cells, size, **slab_kwargs)
     side = int(np.ceil(np.sqrt(obstacles + 1)))
     placed = 0

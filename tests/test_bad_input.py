@@ -1,4 +1,4 @@
-"""Acceptance 7: bad input raises a clear ValueError; divergence raises instead of continuing silently."""
+"""Bad input raises a clear ValueError; divergence raises instead of continuing silently."""
 
 import numpy as np
 import pytest

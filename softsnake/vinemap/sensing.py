@@ -1,6 +1,6 @@
 """Proprioceptive sensing for vine robots (Fuentes et al. 2025, Section 2.4): the forward sensor streams
-(:mod:`.streams`), their inversion to walls (:mod:`.inversion`) and the round trip that scores one against the other
-(criterion 2 of the issue).
+(:mod:`.streams`), their inversion to walls (:mod:`.inversion`) and the round trip that scores one against the
+other.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def round_trip(
     length_noise: float = 0.0,
     rng: np.random.Generator | None = None,
 ):
-    """Simulate ``action``, sense the deployment and invert the streams (criterion 2 of the issue).
+    """Simulate ``action``, sense the deployment and invert the streams.
 
     Returns ``(deployment, errors)``: the per-wall Hausdorff errors [m] (:func:`wall_errors`), an empty array when the
     deployment touched no wall, or ``None`` when the number of recovered walls differs from the true one.
