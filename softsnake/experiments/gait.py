@@ -229,12 +229,10 @@ class SnakeAnimation:
         ax.set_xlabel("x [m]")
         ax.set_ylabel("y [m]")
         ax.grid(alpha=0.3)
-        if title:
-            ax.set_title(title, fontsize=7)
-        soft = ax.plot([], [], ".", ms=1.5, color="tab:orange", label="links")[0]
-        rigid = ax.plot([], [], "s", ms=4, color="0.2", label="carriages")[0]
+        ax.set_title(f"snake 0 from above: link particles (orange), carriages (black)\n{title}", fontsize=7)
+        soft = ax.plot([], [], ".", ms=1.5, color="tab:orange")[0]  # link particles
+        rigid = ax.plot([], [], "s", ms=4, color="0.2")[0]  # carriages
         clock = ax.text(0.02, 0.95, "", transform=ax.transAxes, fontsize=8, va="top")
-        ax.legend(loc="lower right", fontsize=7)
         fig.tight_layout()
 
         def draw(k):
