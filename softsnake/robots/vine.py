@@ -225,9 +225,9 @@ def default_mlp_params(stiffness: float) -> np.ndarray:
 EXPLICIT_BENDING_LIMIT = 4.0
 
 PRESETS: dict[str, dict] = {
-    # Julia reference settings (assets/vine/README.md) converted from the original mm-based units to SI (mass unit kept):
-    # lengths × 1e-3; inertia 5 → 5e-6 kg m², K = 30000 → 0.03 N m/rad, C = 10 → 1e-5 N m s/rad (mm² → m²); mass 0.002
-    # kg;
+    # Julia reference settings (assets/vine/README.md) converted from the original mm-based units to SI (mass unit
+    # kept): lengths × 1e-3; inertia 5 → 5e-6 kg m², K = 30000 → 0.03 N m/rad, C = 10 → 1e-5 N m s/rad (mm² → m²); mass
+    # 0.002 kg;
     # 25 links, θ0 = −52°, tube diameter 15 mm, Δt = 1/90 s, growth 205/25 mm/s per prismatic joint.
     "jitosho": dict(
         preset="jitosho",
