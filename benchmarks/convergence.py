@@ -100,7 +100,7 @@ def scene_snake_link(ss):
         cfg,
         links=1,
         pneumatics=dataclasses.replace(cfg.pneumatics, latency=False),
-        solver=dataclasses.replace(cfg.solver, diagnostics=True, **OVERRIDES),
+        solver=dataclasses.replace(cfg.solver, **OVERRIDES),
     )
     sim = ss.SnakeSim(worlds=1, config=cfg)
     res, wall = [], 0.0

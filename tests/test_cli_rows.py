@@ -267,7 +267,7 @@ def test_row16_first_use_compilation_is_announced_and_counted(tmp_path, monkeypa
     assert not kernels_to_compile("cpu")
     assert compile_kernels("cpu") == 0 and not capsys.readouterr().err  # all cached: silent
     monkeypatch.setattr(wp.config, "kernel_cache_dir", str(tmp_path))  # an empty cache: everything is to compile
-    assert "softsnake.kernels.pcr" in kernels_to_compile("cpu")
+    assert "softsnake.kernels.step_primal" in kernels_to_compile("cpu")
     two = {
         k: v
         for k, v in warp_runtime._engine_modules().items()

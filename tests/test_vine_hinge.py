@@ -89,7 +89,7 @@ def test_explicit_torsion_pendulum_period():
     model, body = one_hinge_model(2, inertia=I)
     state, control = model.state(), model.control()
     ht = HingeTorques(model, [(-1, body)], [[k, 0.0], [4 * k, 0.0]], rest_angles=0.3)
-    solver = ss.Solver(model, dt=dt, newton_iterations=2, linear_iterations=10, diagnostics=False)  # one body, one hinge
+    solver = ss.Solver(model, dt=dt, newton_iterations=2, linear_iterations=10)  # one body, one hinge
     th = []
     for _ in range(300):
         ht.apply(state, control)

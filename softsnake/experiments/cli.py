@@ -395,7 +395,8 @@ def run_bench_command(args) -> int:
             print(
                 f"snakes {s:5g} | assembly {r['ms_assembly']:8.2f} ms | solve {r['ms_solve']:8.2f} ms | total "
                 f"{r['ms_total']:8.2f} ms | per snake {per} | "
-                f"{r['steps_per_s']:7.1f} steps/s | RTF {r['real_time_factor']:.3f} | peak {r['peak_memory_mb']:.0f} "
+                f"{r['steps_per_s']:7.1f} steps/s | RTF {r['real_time_factor']:.3f} | "
+                f"{r['launches_per_step']:.0f} launches/step | peak {r['peak_memory_mb']:.0f} "
                 f"MB | paper total {paper[2] if paper else '-'} ms",
                 flush=True,
             )

@@ -96,7 +96,6 @@ class VineSim:
             linear_iterations=config.linear_iterations,
             warm_start=config.warm_start,
             contact_warm_start=config.warm_start,
-            diagnostics=False,
             on_nonfinite=on_nonfinite,
         )
         self.time = 0.0
