@@ -209,9 +209,9 @@ IMPORT_FROM_ROOT = """
 import sys
 sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]  # as after `pip install .`
 sys.path.insert(0, {root!r})
-import softsnake, softsnake.kernels.pcr
+import softsnake, softsnake.kernels.tet
 assert softsnake.__file__.startswith({root!r}), softsnake.__file__
-print(softsnake.kernels.pcr.__name__)
+print(softsnake.kernels.tet.__name__)
 """
 
 
@@ -223,7 +223,7 @@ def test_imports_work_from_the_repository_root():
         text=True,
         timeout=300,
     )
-    assert r.returncode == 0 and r.stdout.strip() == "softsnake.kernels.pcr", r.stderr
+    assert r.returncode == 0 and r.stdout.strip() == "softsnake.kernels.tet", r.stderr
 
 
 def test_gait_resume_continues_the_run_and_writes_the_animation(tmp_path, capfd):
