@@ -14,9 +14,7 @@ from softsnake.io.vine_data import read_rects, read_video, read_wall_fit
 from softsnake.robots.vine import VineConfig, add_wall_segments, build_vine, planar_poses
 from softsnake.robots.vine_sim import VineSim
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "vine"
-if not DATA.exists():
-    DATA = Path("/work/shared/data/vine")
+DATA = Path(__file__).resolve().parents[1] / "assets" / "vine"  # assets/vine/README.md
 needs_data = pytest.mark.skipif(not DATA.exists(), reason="vine reference data not available")
 
 
@@ -60,9 +58,9 @@ def test_julia_reference_before_and_at_first_contact():
     engine's contact step differs from the original's QP linearised at q_k, see docs/vine.md); 15 steps of
     rectangles_2: 4.7e-5 mm. (Full 5 s: `softsnake vine rollout ... --reference`, in the docs.)"""
     d = DATA / "julia_rollouts"
-    c, _, _, _ = julia_case(d / "rectangles_1.rects", d / "rectangles_1.csv", seconds=60 / 90)
+    c, _, _, _ = julia_case(d / "rectangles_1.rects", d / "rectangles_1.csv.gz", seconds=60 / 90)
     assert c.steps == 60 and c.mean_body_error < 0.015e-3 and c.final_tip_error < 0.6e-3
-    c2, _, _, _ = julia_case(d / "rectangles_2.rects", d / "rectangles_2.csv", seconds=15 / 90)
+    c2, _, _, _ = julia_case(d / "rectangles_2.rects", d / "rectangles_2.csv.gz", seconds=15 / 90)
     assert c2.mean_body_error < 1e-6
 
 
@@ -285,7 +283,7 @@ def test_original_qp_step_reproduces_the_julia_rollouts():
     cfg = VineConfig.preset_config("jitosho")
     d = DATA / "julia_rollouts"
     for name, steps, tol in (("rectangles_2", (0, 100), 1e-8), ("rectangles_1", (20, 48, 49, 60), 2e-6)):
-        q, v = read_julia_rollout(d / f"{name}.csv")
+        q, v = read_julia_rollout(d / f"{name}.csv.gz")
         rects = read_rects(d / f"{name}.rects")
         for k in steps:
             q1, _ = step_si(cfg, q[k], v[k], rects)
@@ -303,7 +301,7 @@ def test_original_qp_with_the_original_solver_settings_reproduces_rectangles_1()
 
     cfg = VineConfig.preset_config("jitosho")
     d = DATA / "julia_rollouts"
-    q_ref, _ = read_julia_rollout(d / "rectangles_1.csv")
+    q_ref, _ = read_julia_rollout(d / "rectangles_1.csv.gz")
     q = rollout(cfg, read_rects(d / "rectangles_1.rects"), 120, solver="osqp")
     assert compare_to_reference(q, q_ref).mean_body_error < 2e-6
 
