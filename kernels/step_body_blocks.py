@@ -14,7 +14,14 @@ wp.set_module_options({"max_unroll": 0, "enable_backward": False})
 
 
 @wp.kernel
-def factor_body_blocks(m: ModelData, b: BodyData, s: StepData, p: PrimalData):
+def factor_body_blocks(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    p: PrimalData,
+):
     """H = M_b + J_bᵀ D⁻¹ J_b per cluster of bodies at the rows the solve sees, and its Cholesky factors (the rows'
     rigid-body preconditioner, kernels/body_precond.py)."""
     w, lane = wp.tid()

@@ -19,7 +19,6 @@ import numpy as np
 
 from softsnake.io.toml_files import read_toml
 from softsnake.sim import ModelBuilder, SolverConfig
-from softsnake.sim.solver import renamed_settings
 
 from .pneumatics import PneumaticsConfig
 from .snake_link import LinkMesh, link_mesh
@@ -195,11 +194,7 @@ class SnakeConfig:
         top = {k: v for k, v in data.items() if k not in ("pneumatics", "solver")}
         table.update(check_fields(top, cls, where=source, skip=("pneumatics", "solver")))
         pneu = check_fields(data.get("pneumatics", {}), PneumaticsConfig, where=f"{source} [pneumatics]")
-        solver = check_fields(
-            renamed_settings(data.get("solver", {}), where=f"{source} [solver]"),
-            SolverConfig,
-            where=f"{source} [solver]",
-        )
+        solver = check_fields(data.get("solver", {}), SolverConfig, where=f"{source} [solver]")
         try:
             return cls(**table, pneumatics=PneumaticsConfig(**pneu), solver=dataclasses.replace(cls().solver, **solver))
         except (TypeError, ValueError) as exc:
