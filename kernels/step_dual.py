@@ -10,6 +10,7 @@ import warp as wp
 
 from .block import block_sum, block_sync
 from .data import BodyData, ModelData, StepData
+from .row_families import ALL_FAMILIES
 from .step_common import is_contact_row
 from .world_rows import (
     apply_world_impulses,
@@ -42,7 +43,7 @@ def schur_product_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepDat
     scatter_world_particles(w, lane, m, s, x, s.tet_force, 0, s.impulse)
     if b.body_count > 0:
         scatter_world_bodies(w, lane, m, b, s, x, s.body_impulse)
-    gather_world_rows(w, lane, m, b, s, s.impulse, s.body_impulse, x, y, 0, 1)
+    gather_world_rows(w, lane, m, b, s, s.impulse, s.body_impulse, x, y, ALL_FAMILIES)
     R = m.row_count
     acc = float(0.0)
     for k in range(lane, R, wp.block_dim()):

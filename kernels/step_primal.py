@@ -24,6 +24,7 @@ from .primal import (
 from .schur import particle_transpose_product
 from .stiffness import StiffnessPattern, assemble_block, block_row_times, rotate_gradients
 from .rigid import apply_body_impulse
+from .row_families import BODY_FAMILIES, WITHOUT_TETS
 from .rigid_contact import body_transpose_product
 from .world_rows import (
     apply_world_body_impulses,
@@ -138,14 +139,14 @@ def saddle_product_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepDa
     else:
         block_sync()
     if negate_rows != 0:
-        gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, p.g, 1, 1)
+        gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, p.g, WITHOUT_TETS)
         R = m.row_count
         for k in range(lane, p.free_rows, lanes):
             i = w * R + row_index(k, p.skip_start, p.skip_count)
             y.l[i] = -p.g[i]
         block_sync()
     else:
-        gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, y.l, 1, 1)
+        gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, y.l, WITHOUT_TETS)
 
 
 @wp.func
@@ -179,7 +180,7 @@ def saddle_preconditioner_world(w: int, lane: int, m: ModelData, b: BodyData, s:
         for c in range(lane, p.clusters, lanes):
             cluster_solve(w * p.clusters + c, b, p.bb, p.clusters, s.h, s.body_x_start, s.body_v, p.H, p.f_body, p.H_work, p.imp_body)
         block_sync()
-        gather_world_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, 0, 0)
+        gather_world_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, BODY_FAMILIES)
         for k in range(lane, p.free_rows, lanes):
             woodbury_row(w * R + row_index(k, p.skip_start, p.skip_count), r.l, p.u_rows, p.row_d, z.l)
     else:
