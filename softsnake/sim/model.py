@@ -336,6 +336,20 @@ class Model:
             wp.array(self._body_qd0, dtype=wp.spatial_vector, device=self.device),
         )
 
+    def reset_worlds(self, state: State, worlds) -> None:
+        """Set the worlds ``worlds`` (indices) of ``state`` back to the built initial positions and velocities,
+        leaving the other worlds untouched (pair with ``Solver.reset_worlds``)."""
+        chosen = np.unique(np.asarray(worlds, dtype=np.int64).ravel())
+        if chosen.size and (chosen.min() < 0 or chosen.max() >= self.worlds):
+            raise ValueError(f"worlds must lie in [0, {self.worlds}), got {chosen.tolist()}")
+        initial = self.state()
+        for name in ("particle_q", "particle_qd", "body_q", "body_qd"):
+            values, start = getattr(state, name).numpy(), getattr(initial, name).numpy()
+            per_world = values.shape[0] // self.worlds
+            rows = (chosen[:, None] * per_world + np.arange(per_world)[None, :]).ravel()
+            values[rows] = start[rows]
+            getattr(state, name).assign(values)
+
     def control(self) -> Control:
         """New Control: zero external forces, unit rest-length scales."""
         return Control(

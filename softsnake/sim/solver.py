@@ -386,6 +386,25 @@ class Solver:
                 raise ValueError(f"solver state {k!r} has shape {v.shape}, this model needs {want}")
             a.assign(v.astype(a.numpy().dtype))
 
+    def reset_worlds(self, worlds) -> None:
+        """Give the worlds ``worlds`` (indices) the carried solver state of a freshly built solver (zero multipliers,
+        an empty contact list, nothing carried), leaving the other worlds untouched; with their State set back too
+        (``State.reset_worlds``), those worlds then step exactly as in a new model. One host round trip per array."""
+        W = self.model.worlds
+        chosen = np.unique(np.asarray(worlds, dtype=np.int64).ravel())
+        if chosen.size == 0:
+            return
+        if chosen.min() < 0 or chosen.max() >= W:
+            raise ValueError(f"worlds must lie in [0, {W}), got {chosen.tolist()}")
+        fresh = {"contact_particle": -1, "contact_shape": -1}  # everything else starts at zero
+        for name, a in self._carried_arrays().items():
+            values = a.numpy()
+            per_world = values.shape[0] // W
+            rows = (chosen[:, None] * per_world + np.arange(per_world)[None, :]).ravel()
+            values[rows] = fresh.get(name, 0)
+            a.assign(values)
+        self.diverged_worlds.difference_update(int(w) for w in chosen)
+
     # ------------------------------------------------------------- read-backs
     def diagnostics(self) -> StepDiagnostics:
         """Diagnostics of the last step (copies a few small arrays to the host)."""
