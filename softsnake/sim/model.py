@@ -68,12 +68,15 @@ class Control:
     particle_f: external force per particle [N] (vec3, worlds·n); distance_rest_scale: per-world multiplier of each
     distance constraint's rest length (1 = unactuated; the pneumatic actuation sets ε(p) = 1 + p/Y here; a negative value,
     e.g. ``kernels.schur.DISTANCE_OFF``, switches the constraint off in that world: no force, its multiplier released);
-    body_f: external (force [N], torque [N m]) per body about its centre of mass, world frame (spatial_vector)."""
+    body_f: external (force [N], torque [N m]) per body about its centre of mass, world frame (spatial_vector);
+    shape_mu: friction coefficients (μ along the shape's t1, t2) of every static shape in every world (vec2,
+    worlds·shapes; starts at the built values), e.g. a different ground per world."""
 
-    def __init__(self, particle_f: wp.array, distance_rest_scale: wp.array, body_f: wp.array):
+    def __init__(self, particle_f: wp.array, distance_rest_scale: wp.array, body_f: wp.array, shape_mu: wp.array):
         self.particle_f = particle_f
         self.distance_rest_scale = distance_rest_scale
         self.body_f = body_f
+        self.shape_mu = shape_mu
 
 
 def default_contact_capacity(particles: int, shapes: int) -> int:
@@ -356,7 +359,14 @@ class Model:
             wp.zeros(self.worlds * self.particle_count, dtype=wp.vec3, device=self.device),
             wp.ones(self.worlds * self.distance_count, dtype=float, device=self.device),
             wp.zeros(self.worlds * self.body_count, dtype=wp.spatial_vector, device=self.device),
+            self.shape_friction(),
         )
+
+    def shape_friction(self) -> wp.array:
+        """The built static shapes' friction coefficients for every world (worlds·shapes, vec2): Control.shape_mu's
+        start value."""
+        mu = self.data.shape_mu.numpy().reshape(-1, 2)
+        return wp.array(np.tile(mu, (self.worlds, 1)).reshape(-1, 2), dtype=wp.vec2, device=self.device)
 
     def __repr__(self) -> str:
         return (

@@ -262,6 +262,7 @@ class Solver:
         self._no_force = wp.zeros(np_, dtype=wp.vec3, device=dev)
         self._unit_scale = wp.ones(W * m.distance_count, dtype=float, device=dev)
         self._no_wrench = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)
+        self._built_friction = m.shape_friction()
         return s
 
     # the step's buffers under their read-back names (diagnostics, checkpoints, tests)
@@ -285,8 +286,9 @@ class Solver:
         s.particle_f = control.particle_f if control is not None else self._no_force
         s.distance_scale = control.distance_rest_scale if control is not None else self._unit_scale
         s.body_f = control.body_f if control is not None else self._no_wrench
+        s.shape_mu = control.shape_mu if control is not None else self._built_friction
         if self._use_graph():
-            inputs = (s.particle_q, s.particle_qd, s.body_q, s.body_qd, s.particle_f, s.distance_scale, s.body_f)
+            inputs = (s.particle_q, s.particle_qd, s.body_q, s.body_qd, s.particle_f, s.distance_scale, s.body_f, s.shape_mu)
             key = tuple(a.ptr for a in inputs)
             if self._graph is None or self._graph_key != key:
                 # this step runs eagerly (which also loads the kernel modules); the capture only records the launches
