@@ -151,7 +151,7 @@ class VineSim:
         if np.any(np.abs(rest) > 1e-9):
             # relative rotation at build minus the bend: rebuild the rest quaternions with a turn of −bend
             self.torques = HingeTorques(
-                self.model, h.hinges, self.torques.params, law=self.config.bending, body_q0=q0, rest_angles=0.0
+                self.model, h.hinges, self.torques.law_params, law=self.config.bending, body_q0=q0, rest_angles=0.0
             )
             rq = self.torques.rest_rotation.numpy().reshape(W, len(h.hinges), 4).astype(np.float64)
             for w in range(W):

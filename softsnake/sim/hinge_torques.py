@@ -104,8 +104,8 @@ class HingeTorques:
         return self._params_np.shape[1]
 
     @property
-    def params(self) -> np.ndarray:
-        """(worlds, P) the laws' parameters per world (a copy)."""
+    def law_params(self) -> np.ndarray:
+        """(worlds, P) the laws' parameters per world (a host copy; ``params`` is the device array)."""
         return self._params_np.copy()
 
     def set_params(self, params) -> None:
