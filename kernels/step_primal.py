@@ -10,7 +10,7 @@ import warp as wp
 from .block import block_sum, block_sum_vec3, block_sync
 from .body_precond import BodyBlocks, cluster_solve, woodbury_row
 from .data import BODY_CONTACT, CONTACT, TET, BodyData, ModelData, StepData
-from .minres import MinresScalars, SaddleVector, minres_lanczos, minres_start, minres_update, row_index, store_scalars
+from .minres import BETA1, PHIBAR, SLOTS, MinresScalars, SaddleVector, minres_lanczos, minres_start, minres_update, row_index, store_scalars
 from .primal import (
     bilateral_row,
     coarse_restrict,
@@ -425,7 +425,7 @@ def minres_solve_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData
             done = k + 1
             break
     if lane == 0:
-        store_scalars(sc, p.sc, w * 13)
+        store_scalars(sc, p.sc, w * SLOTS)
     return done
 
 
@@ -452,8 +452,8 @@ def newton_solve(
     if lane == 0:
         L = s.linear_iterations
         base = it * (L + 1) * W
-        beta1 = p.sc[w * 13 + 12]
-        phibar = p.sc[w * 13 + 8]
+        beta1 = p.sc[w * SLOTS + BETA1]
+        phibar = p.sc[w * SLOTS + PHIBAR]
         s.linear_rr[base + w] = beta1 * beta1
         s.linear_rr[base + wp.min(done, L) * W + w] = phibar * phibar
         s.linear_iters[it * W + w] = done
