@@ -31,7 +31,9 @@ from .world_rows import (
     assemble_world_rows,
     body_rows_start,
     gather_world_rows,
+    merit_grew,
     project_world_cones,
+    restart_merit,
     scatter_world_bodies,
     scatter_world_particles,
 )
@@ -282,23 +284,17 @@ def assemble_with_line_search(w: int, lane: int, m: ModelData, b: BodyData, s: S
     """The rows at iterate ``it`` (merit in residual_sq[it]); for it > 0, where the last Newton update made the merit
     ‖φ‖² grow, half of it is taken back and the rows are evaluated again (a decision of the world, uniform over its
     block). One assembly call site, in a loop of one or two passes."""
-    W = s.worlds
-    N = s.newton_iterations
     passes = int(1)
     k = int(0)
     while k < passes:
         newton_iteration = it
         if k > 0:
-            newton_iteration = wp.min(it, N - 1)
-        assemble_world(w, lane, m, b, s, p, newton_iteration, s.residual_sq, it * W)
-        if k == 0 and it > 0:
-            if s.residual_sq[it * W + w] > s.residual_sq[(it - 1) * W + w]:
-                halve_last_update(w, lane, m, b, s, p)
-                if lane == 0:
-                    s.residual_sq[it * W + w] = 0.0
-                    s.line_searches[it * W + w] = 1
-                block_sync()
-                passes = 2
+            newton_iteration = wp.min(it, s.newton_iterations - 1)
+        assemble_world(w, lane, m, b, s, p, newton_iteration, s.residual_sq, it * s.worlds)
+        if k == 0 and merit_grew(w, s, it):
+            halve_last_update(w, lane, m, b, s, p)
+            restart_merit(w, lane, s, it)
+            passes = 2
         k += 1
 
 
