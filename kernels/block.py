@@ -17,7 +17,29 @@ On the CPU a block has one lane (block_dim = 1): the loops run in element order 
 so a stage computes exactly what one launch per phase over the elements of that world would.
 """
 
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
 import warp as wp
+
+
+def kernels_source_digest(folder: Path | None = None) -> str:
+    """sha256 of the sources of the kernels package. The stage modules carry it as a module option, so their compiled
+    kernels are rebuilt whenever any function changes that they reach through the row-family table: Warp hashes the
+    functions a ``wp.static`` expression with a loop variable resolves to only when it generates code, after it
+    looked up the cache (kernels/row_families.py)."""
+    digest = hashlib.sha256()
+    for path in sorted((folder or Path(__file__).parent).glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+#: the module options of the stage modules (kernels/step_*.py): forward code only (the solver is not differentiated)
+#: and the sources' digest (kernels_source_digest)
+STAGE_MODULE_OPTIONS = {"enable_backward": False, "softsnake_kernels_source": kernels_source_digest()}
 
 
 @wp.func_native(

@@ -5,13 +5,13 @@ every row kind and unrolled took minutes to compile for CUDA.
 
 import warp as wp
 
-from .block import block_sync
+from .block import STAGE_MODULE_OPTIONS, block_sync
 from .body_precond import body_mass_block, cluster_cholesky
 from .data import BodyData, ModelData, StepData
 from .row_families import FAMILIES
 from .step_primal import PrimalData
 
-wp.set_module_options({"max_unroll": 0, "enable_backward": False})
+wp.set_module_options({**STAGE_MODULE_OPTIONS, "max_unroll": 0})
 
 
 @wp.kernel

@@ -4,15 +4,15 @@ linearise and finalise. The solver launches them in pipeline order (softsnake/si
 
 import warp as wp
 
-from .block import block_sync
+from .block import STAGE_MODULE_OPTIONS, block_sync
 from .contact_list import ShapeBvh, clear_contact_slot, contact_list_offsets, list_contact_candidates
 from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
 from .integrate import finalize_particle, predict_particle, start_multiplier
 from .rigid import finalize_body, predict_body
 from .world_rows import contacts_world, linearise_world_rows
 
-# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
-wp.set_module_options({"enable_backward": False})
+# forward kernels only, rebuilt when any kernel source changes (kernels/block.py, STAGE_MODULE_OPTIONS)
+wp.set_module_options(STAGE_MODULE_OPTIONS)
 
 
 @wp.struct

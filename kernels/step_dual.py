@@ -8,7 +8,7 @@ recurrence from block sums in a fixed order, and a world whose residual fell bel
 
 import warp as wp
 
-from .block import block_sum, block_sync
+from .block import STAGE_MODULE_OPTIONS, block_sum, block_sync
 from .data import BodyData, ModelData, StepData
 from .row_families import ALL_FAMILIES
 from .step_common import is_contact_row
@@ -23,8 +23,8 @@ from .world_rows import (
     scatter_world_particles,
 )
 
-# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
-wp.set_module_options({"enable_backward": False})
+# forward kernels only, rebuilt when any kernel source changes (kernels/block.py, STAGE_MODULE_OPTIONS)
+wp.set_module_options(STAGE_MODULE_OPTIONS)
 
 
 @wp.struct

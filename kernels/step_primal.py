@@ -7,7 +7,7 @@ and diagnostics call (``saddle_product``, ``saddle_preconditioner``).
 
 import warp as wp
 
-from .block import block_sum, block_sum_vec3, block_sync
+from .block import STAGE_MODULE_OPTIONS, block_sum, block_sum_vec3, block_sync
 from .body_precond import BodyBlocks, cluster_solve, woodbury_row
 from .data import BODY_CONTACT, CONTACT, TET, BodyData, ModelData, StepData
 from .minres import BETA1, PHIBAR, SLOTS, MinresScalars, SaddleVector, minres_lanczos, minres_start, minres_update, row_index, store_scalars
@@ -38,8 +38,8 @@ from .world_rows import (
     scatter_world_particles,
 )
 
-# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
-wp.set_module_options({"enable_backward": False})
+# forward kernels only, rebuilt when any kernel source changes (kernels/block.py, STAGE_MODULE_OPTIONS)
+wp.set_module_options(STAGE_MODULE_OPTIONS)
 
 
 @wp.struct

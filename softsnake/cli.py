@@ -37,6 +37,18 @@ def _raise_stopped(signum, frame):
     raise Stopped(signum)
 
 
+def _stop_behind(exc: BaseException | None) -> Stopped | None:
+    """The Stopped that ``exc`` is or that caused it: a signal that arrives inside an import or a class body can reach
+    the command wrapped in another exception (Python's ``__set_name__`` wraps it in a RuntimeError)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, Stopped):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 @contextlib.contextmanager
 def _stop_on_signals():
     """SIGTERM (what a cluster scheduler or ``kill`` sends) and SIGHUP (a closed terminal) end a command the way Ctrl-C
@@ -141,6 +153,8 @@ def _main(argv, check_only: bool) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
     except (ValueError, OSError) as exc:
+        if _stop_behind(exc) is not None:
+            return _stopped(_stop_behind(exc))
         print(_error_line(args, exc), file=sys.stderr)
         return 2
     except FloatingPointError as exc:  # SimulationDiverged: the run's settings are unstable, said in one line
@@ -150,8 +164,16 @@ def _main(argv, check_only: bool) -> int:
         print("softsnake: interrupted; no output was written", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Stopped as stop:
-        print(f"softsnake: stopped by {signal.Signals(stop.signum).name}; no output was written", file=sys.stderr)
-        return 128 + stop.signum
+        return _stopped(stop)
+    except Exception as exc:  # a stop signal wrapped by Python (inside an import, a class body); anything else: a bug
+        if _stop_behind(exc) is None:
+            raise
+        return _stopped(_stop_behind(exc))
+
+
+def _stopped(stop: Stopped) -> int:
+    print(f"softsnake: stopped by {signal.Signals(stop.signum).name}; no output was written", file=sys.stderr)
+    return 128 + stop.signum
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -290,3 +290,30 @@ def test_checkpoints_of_another_format_are_refused_in_one_line(tmp_path, capfd):
     fails(
         ["gait", "--resume", tmp_path / "other.npz", "--out", tmp_path / "E"], capfd, "not a softsnake snake checkpoint"
     )
+
+
+def test_a_stop_signal_wrapped_by_python_still_stops_the_command():
+    """A SIGTERM that lands in a class body during an import reaches the command as a RuntimeError caused by the stop
+    (seen in a loaded CI run: matplotlib's ``__set_name__``); it still ends the command like a stop, exit 143."""
+    from softsnake import cli as cli_module
+
+    def command(args):
+        try:
+            cli_module._raise_stopped(signal.SIGTERM, None)
+        except cli_module.Stopped as stop:
+            raise RuntimeError("Error calling __set_name__") from stop
+
+    parser = cli_module.build_parser()
+    args = parser.parse_args(["info"])
+    args.func, args.check = command, (lambda a: None)
+    original = cli_module.build_parser
+
+    class Parser:
+        def parse_args(self, argv):
+            return args
+
+    cli_module.build_parser = lambda: Parser()
+    try:
+        assert cli_module.main(["info"]) == 143
+    finally:
+        cli_module.build_parser = original

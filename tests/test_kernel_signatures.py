@@ -29,3 +29,23 @@ def test_every_kernel_marks_its_argument_groups():
                     assert m.group(1) in MARKERS, f"{path.name}:{node.lineno} {node.name}: unknown group marker {m.group(1)!r}"
             checked += 1
     assert checked >= 20  # every stage kernel and the small ones
+
+
+def test_stage_modules_are_rebuilt_when_any_kernel_source_changes(tmp_path):
+    """The stage modules reach the row families' functions through wp.static expressions, which Warp hashes only when
+    it generates code, after its cache lookup; so they carry a digest of every kernel source as a module option
+    (kernels/block.py), and an edit anywhere in kernels/ gives them a new hash."""
+    import shutil
+
+    from softsnake.kernels import step_body_blocks, step_common, step_dual, step_primal
+    from softsnake.kernels.block import kernels_source_digest
+
+    digest = kernels_source_digest()
+    for module in (step_common.predict, step_primal.warm_start, step_dual.warm_start, step_body_blocks.factor_body_blocks):
+        assert module.module.options["softsnake_kernels_source"] == digest
+    for path in KERNELS.glob("*.py"):
+        shutil.copy(path, tmp_path / path.name)
+    assert kernels_source_digest(tmp_path) == digest
+    friction = tmp_path / "friction.py"
+    friction.write_text(friction.read_text().replace("return wp.vec2(a1 * k, a2 * k)", "return wp.vec2(a1 * k, a2 * k)  # edited"))
+    assert kernels_source_digest(tmp_path) != digest
