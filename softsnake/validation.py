@@ -40,12 +40,30 @@ def _com_vel(state, model) -> np.ndarray:
     return np.average(v, axis=0, weights=model.particle_mass)
 
 
-def run_incline(slope: float, mu: float, *, seconds: float = 1.0, size: float = 0.03, cells: int = 2, youngs: float = 2.0e5, solver_kwargs=None) -> dict:
-    """Soft cube on an incline (tan θ = slope). Reference: sticks iff slope ≤ μ, else a = g(sin θ − μ cos θ)."""
+def incline_model(slope: float, mu, *, size: float = 0.03, cells: int = 2, youngs: float = 2.0e5):
+    """The incline scene's model: a soft cube of edge ``size`` [m] resting on ground of friction ``mu`` under the
+    gravity of an incline with tan θ = slope."""
     b = ModelBuilder(gravity=incline_gravity(slope))
     soft_cube(b, size, cells, youngs=youngs)
     b.add_ground_plane(mu=mu)
-    model = b.finalize()
+    return b.finalize()
+
+
+def coulomb_incline_acceleration(slope: float, mu: float, g: float = G) -> float:
+    """Coulomb's law on an incline with tan θ = slope: a = g(sin θ − μ cos θ) when sliding, 0 when it sticks [m/s²]."""
+    theta = np.arctan(slope)
+    return max(g * (np.sin(theta) - mu * np.cos(theta)), 0.0)
+
+
+def fitted_acceleration(t: np.ndarray, x: np.ndarray, start: float) -> float:
+    """Acceleration [m/s²] of a parabola fitted to x(t) for t ≥ start (after the contact has settled)."""
+    late = t >= start
+    return float(2.0 * np.polyfit(t[late], x[late], 2)[0])
+
+
+def run_incline(slope: float, mu: float, *, seconds: float = 1.0, size: float = 0.03, cells: int = 2, youngs: float = 2.0e5, solver_kwargs=None) -> dict:
+    """Soft cube on an incline (tan θ = slope). Reference: sticks iff slope ≤ μ, else a = g(sin θ − μ cos θ)."""
+    model = incline_model(slope, mu, size=size, cells=cells, youngs=youngs)
     state = model.state()
     solver = Solver(model, **{**REALTIME, **(solver_kwargs or {})})
     n = int(round(seconds / solver.dt))
@@ -55,11 +73,8 @@ def run_incline(slope: float, mu: float, *, seconds: float = 1.0, size: float = 
         solver.step(state)
         x[k + 1] = _com(state, model)[0]
     t = np.arange(n + 1) * solver.dt
-    theta = np.arctan(slope)
-    expected = max(G * (np.sin(theta) - mu * np.cos(theta)), 0.0)
-    late = t >= 0.3 * seconds
-    accel = 2.0 * np.polyfit(t[late], x[late], 2)[0]
-    return dict(drift=abs(x[-1] - x[0]), accel=accel, expected_accel=expected, solver=solver)
+    accel = fitted_acceleration(t, x, 0.3 * seconds)
+    return dict(drift=abs(x[-1] - x[0]), accel=accel, expected_accel=coulomb_incline_acceleration(slope, mu), x=x, t=t, solver=solver)
 
 
 def run_slide_to_stop(v0: float = 0.5, mu: float = 0.4, *, seconds: float = 0.5, size: float = 0.03, cells: int = 2, youngs: float = 2.0e5, solver_kwargs=None) -> dict:
@@ -76,13 +91,27 @@ def run_slide_to_stop(v0: float = 0.5, mu: float = 0.4, *, seconds: float = 0.5,
     return dict(distance=_com(state, model)[0] - x0, expected=v0**2 / (2 * mu * G), speed=float(np.linalg.norm(_com_vel(state, model))), solver=solver)
 
 
-def run_drop(*, seconds: float = 2.0, size: float = 0.06, cells: int = 3, youngs: float = 1.0e5, height: float = 0.05, side_speed: float = 0.3, mu: float = 0.5, solver_kwargs=None) -> dict:
-    """Soft cube dropped from ``height`` [m] with a sideways speed onto a frictional ground. Expected: finite, at rest,
-    no deep penetration, not tipped over."""
+def implicit_euler_stop_distance(v0: float, mu: float, h: float, g: float = G) -> float:
+    """Distance [m] a block launched at v0 [m/s] slides on ground of friction μ under implicit Euler with step h: the
+    velocity after step k is max(v0 − kμgh, 0) and each step moves h times it, x = h Σ_k max(v0 − kμgh, 0) (the
+    discrete counterpart of v0²/(2μg), shorter by about v0·h/2)."""
+    k = np.arange(1, int(np.ceil(v0 / (mu * g * h))) + 1)
+    return float(h * np.maximum(v0 - k * mu * g * h, 0.0).sum())
+
+
+def drop_model(*, size: float = 0.06, cells: int = 3, youngs: float = 1.0e5, height: float = 0.05, side_speed: float = 0.3, mu: float = 0.5):
+    """The drop scene's model: a soft cube with its lower face ``height`` [m] above ground of friction ``mu``, thrown
+    sideways at ``side_speed`` [m/s]."""
     b = ModelBuilder()
     soft_cube(b, size, cells, youngs=youngs, z=height, vel=(side_speed, 0.0, 0.0))
     b.add_ground_plane(mu=mu)
-    model = b.finalize()
+    return b.finalize()
+
+
+def run_drop(*, seconds: float = 2.0, size: float = 0.06, cells: int = 3, youngs: float = 1.0e5, height: float = 0.05, side_speed: float = 0.3, mu: float = 0.5, solver_kwargs=None) -> dict:
+    """Soft cube dropped from ``height`` [m] with a sideways speed onto a frictional ground. Expected: finite, at rest,
+    no deep penetration, not tipped over."""
+    model = drop_model(size=size, cells=cells, youngs=youngs, height=height, side_speed=side_speed, mu=mu)
     state = model.state()
     solver = Solver(model, **{**REALTIME, **(solver_kwargs or {})})
     deepest = 0.0
@@ -115,13 +144,18 @@ def cantilever_reference(cells=(30, 3, 3), size=(0.1, 0.01, 0.01), youngs=5.0e6,
     return float(-u[tip, 2].mean())
 
 
-def run_cantilever(*, seconds: float = 4.0, cells=(30, 3, 3), size=(0.1, 0.01, 0.01), youngs: float = 5.0e6, poisson: float = 0.3, density: float = 1000.0, solver_kwargs=None, record_every: int = 0) -> dict:
-    """Beam clamped at x = 0 sagging under its weight; tip deflection [m] and its swing over the last 0.5 s."""
-    b = ModelBuilder()
+def cantilever_model(*, cells=(30, 3, 3), size=(0.1, 0.01, 0.01), youngs: float = 5.0e6, poisson: float = 0.3, density: float = 1000.0, gravity=(0.0, 0.0, -G)):
+    """The clamped beam: ``cantilever_mesh`` with the x = 0 face fixed; returns (model, mesh)."""
+    b = ModelBuilder(gravity=gravity)
     mesh = cantilever_mesh(cells, size)
     b.add_soft_mesh(mesh.vertices, mesh.tets, density=density, youngs_modulus=youngs, poisson_ratio=poisson)
     b.fix_particles(np.nonzero(mesh.vertices[:, 0] < 1e-9)[0])
-    model = b.finalize()
+    return b.finalize(), mesh
+
+
+def run_cantilever(*, seconds: float = 4.0, cells=(30, 3, 3), size=(0.1, 0.01, 0.01), youngs: float = 5.0e6, poisson: float = 0.3, density: float = 1000.0, solver_kwargs=None, record_every: int = 0) -> dict:
+    """Beam clamped at x = 0 sagging under its weight; tip deflection [m] and its swing over the last 0.5 s."""
+    model, mesh = cantilever_model(cells=cells, size=size, youngs=youngs, poisson=poisson, density=density)
     state = model.state()
     solver = Solver(model, **{**REALTIME, **(solver_kwargs or {})})
     tip = np.nonzero(mesh.vertices[:, 0] > size[0] - 1e-9)[0]
@@ -153,3 +187,59 @@ def run_box_stack(*, seconds: float = 10.0, count: int = 3, offset: float = 0.00
         lowest = np.minimum(lowest, state.body_q.numpy()[:, 2] - rest)
     q = state.body_q.numpy()
     return dict(q=q, sink=float(-lowest.min()), height_error=float(np.abs(q[:, 2] - rest).max()), shift=float(np.abs(np.diff(q[:, 0])).max()), speed=float(np.abs(state.body_qd.numpy()).max()), solver=solver)
+
+
+def run_held_link(config, pressure_psi, *, seconds: float = 1.5, ramp: float = 0.5, solver_kwargs=None) -> dict:
+    """One snake link exactly as ``robots.snake.build_snake`` builds it (mesh, hollow-section material, hard layer and
+    perimeter rows, actuation rows, the end sections' rows left out), held as the static reference
+    ``reference_fem.link_static_curvature`` holds it: no gravity, no ground, no wheels, the first cross-section fixed and
+    the last one attached to a free rigid body (the carriage's mass and inertia). One world per pressure [psi, ≥ 0]:
+    chamber 0 is pressurised (its actuation rows at ε = 1 + p/Y, ramped over ``ramp`` s), chamber 1 vented (rows off).
+    Returns the curvature [1/m] (yaw of the last section / link length, as ``SnakeSim.curvatures``) at every step."""
+    from .kernels.schur import DISTANCE_OFF
+    from .robots.snake import actuation_compliance, link_material
+    from .robots.snake_link import link_mesh
+
+    c = config
+    psi = np.atleast_1d(np.asarray(pressure_psi, dtype=np.float64))
+    if np.any(psi < 0):
+        raise ValueError("run_held_link: pressures must be ≥ 0 psi (chamber 0 pressurised)")
+    mesh = link_mesh(c.link_length, c.link_radius, c.sections, c.inner_ring)
+    youngs, density = link_material(c)
+    b = ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    ids = b.add_soft_mesh(mesh.vertices, mesh.tets, density=density, youngs_modulus=youngs, poisson_ratio=c.poisson_ratio, damping=c.material_damping)
+    last = int(mesh.section.max())
+    chamber = []
+    for pairs in (mesh.layer_pairs, mesh.perimeter_pairs):
+        for a, d in pairs:
+            if mesh.section[a] == mesh.section[d] and mesh.section[a] in (0, last):
+                continue  # held rigid by the clamp or the body, as in build_snake
+            b.add_distance(int(ids[a]), int(ids[d]), compliance=0.0)
+            chamber.append(-1)
+    for (a, d), ch in zip(mesh.actuation_pairs, mesh.actuation_chamber):
+        b.add_distance(int(ids[a]), int(ids[d]), compliance=actuation_compliance(c, mesh))
+        chamber.append(int(ch))
+    b.fix_particles(ids[mesh.section == 0])
+    half = np.array([c.carriage_length, c.carriage_width, c.carriage_height]) / 2
+    inertia = c.carriage_mass / 3.0 * np.array([half[1] ** 2 + half[2] ** 2, half[0] ** 2 + half[2] ** 2, half[0] ** 2 + half[1] ** 2])
+    end = b.add_body((c.link_length + c.carriage_length / 2, 0.0, 0.0), mass=c.carriage_mass, inertia=inertia)
+    for v in np.nonzero(mesh.section == last)[0]:
+        b.add_attachment(int(ids[v]), end)
+    worlds = psi.size
+    model = b.finalize(worlds=worlds)
+    state, control = model.state(), model.control()
+    kw = dict(solver_kwargs or {})
+    solver = Solver(model, dt=kw.pop("dt", c.h), config=c.solver, **kw)  # the snake's solver settings
+    chamber = np.asarray(chamber)
+    off = np.where(chamber == 1, float(DISTANCE_OFF), 1.0)
+    steps = int(round(seconds / solver.dt))
+    kappa = np.empty((steps, worlds))
+    for k in range(steps):
+        strain = psi * 6894.757 / c.youngs_modulus * min(1.0, (k + 1) * solver.dt / ramp)  # ε − 1 = p/Y (Eq. 4)
+        scale = np.where(chamber[None, :] == 0, 1.0 + strain[:, None], off[None, :])
+        control.distance_rest_scale.assign(scale.astype(np.float32).ravel())
+        solver.step(state, control)
+        q = state.body_q.numpy().reshape(worlds, -1, 7)[:, end, 3:].astype(np.float64)
+        x, y, z, w = q.T
+        kappa[k] = np.arctan2(2 * (x * y + z * w), 1 - 2 * (y * y + z * z)) / c.link_length  # yaw of the body's x axis
+    return dict(curvature=kappa, t=(np.arange(steps) + 1) * solver.dt, solver=solver, model=model, state=state)
