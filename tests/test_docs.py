@@ -17,13 +17,12 @@ from pathlib import Path
 import pytest
 
 from cli_helpers import ROOT
+from conftest import require_vine_data, vine_data_dir
 from softsnake.cli import main
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 STEPS = int(os.environ.get("SOFTSNAKE_DOC_STEPS", "2"))
-DATA = ROOT.parent / "shared" / "data" / "vine"
-if not DATA.exists():
-    DATA = Path("/work/shared/data/vine")
+DATA = vine_data_dir() or ROOT / "assets" / "vine"  # conftest.vine_data_dir: where the vine data lives
 
 
 def code_blocks(path: Path, lang: str) -> list[str]:
@@ -153,8 +152,8 @@ def _marked(command: str):
 @pytest.mark.parametrize("command", [_marked(c) for c in COMMANDS])
 def test_readme_command_runs(command, workdir, monkeypatch, capfd):
     argv = shorten(command)
-    if argv[0] == "vine" and not DATA.exists():
-        pytest.skip(f"vine data not found at {DATA}")
+    if argv[0] == "vine":
+        require_vine_data()  # skipped without the data, but failed under CI=true
     monkeypatch.chdir(workdir)
     code = main(argv)
     stdout, err = capfd.readouterr()
