@@ -33,7 +33,7 @@ def com(state, model, world=0):
 def probe_first_linear_solve(sim) -> dict:
     """Step ``sim`` once and return what the primal step's kernels computed in its first Newton iteration: the saddle
     right-hand side b (particle and row parts), the matrix-free product A·b, the preconditioner applied to b, and the
-    MINRES solution x of the first linear solve (tests/test_recorded_step.py). These are functions of the step's
+    MINRES solution x of the first linear solve and its product A·x (tests/test_recorded_step.py). These are functions of the step's
     inputs alone: unlike the velocities at the end of a frame, they do not pass through the friction's stick/slip
     decisions, which amplify float32 round-off ~10⁴-fold in the snake (a 1-ulp change of the checkpoint moves its
     end-of-frame velocities by ~1e-3 of their scale)."""
@@ -54,6 +54,9 @@ def probe_first_linear_solve(sim) -> dict:
             out.update(b_v=primal.b[0].numpy().copy(), b_l=primal.b[1].numpy().copy(), Ab_v=pv.numpy(), Ab_l=pl.numpy(), Pb_v=zv.numpy(), Pb_l=zl.numpy())
             original(self, iterations, it)
             out.update(x_v=primal.x[0].numpy().copy(), x_l=primal.x[1].numpy().copy())
+            av, al = (wp.zeros_like(a) for a in primal.b)
+            primal.matvec(*primal.x, av, al)
+            out.update(Ax_v=av.numpy(), Ax_l=al.numpy())
             return None
         return original(self, iterations, it)
 
