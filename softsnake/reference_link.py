@@ -91,7 +91,7 @@ def _corotated_tet_hessians(F, R, S, volume, Dm_inv, lam: float, mu: float) -> n
     return out
 
 
-def held_link_static(config, pressure_psi: float, *, increments: int = 16, tolerance: float = 1e-9, max_iterations: int = 30) -> dict:
+def held_link_static(config, pressure_psi: float, *, increments: int = 16, tolerance: float = 1e-9, max_iterations: int = 100) -> dict:
     """Static equilibrium of the held link at chamber-0 gauge pressure ``pressure_psi`` (≥ 0) [psi].
 
     The pressure is raised to its value in ``increments`` equal steps; at each, Newton iterations solve the KKT system

@@ -99,6 +99,62 @@ def implicit_euler_stop_distance(v0: float, mu: float, h: float, g: float = G) -
     return float(h * np.maximum(v0 - k * mu * g * h, 0.0).sum())
 
 
+def implicit_euler_thrown_block(pos, vel, mu, *, h: float, seconds: float, g: float = G) -> np.ndarray:
+    """Trajectory (steps + 1, 3) [m] of a rigid block's lowest point thrown at ``vel`` [m/s] from ``pos`` [m] onto z = 0
+    ground, as implicit Euler steps a point mass with an inelastic, frictional contact: each step the normal impulse
+    keeps z ≥ 0 and the friction impulse is Coulomb's maximal-dissipation one for the elliptic cone
+    |(λ1/μ1, λ2/μ2)| ≤ λ_n (x and y the cone's axes), evaluated at the end-of-step velocity: it sticks when stopping it
+    needs no more than the cone holds, else u'_k = u_k / (1 + λ_n μ_k²/q) with q = √(μ1²u'1² + μ2²u'2²) (per unit
+    mass). The Coulomb impact prediction for a block that neither bounces nor tips."""
+    mu1, mu2 = (float(mu), float(mu)) if np.ndim(mu) == 0 else map(float, mu)
+    x, v = np.array(pos, dtype=np.float64), np.array(vel, dtype=np.float64)
+    path = [x.copy()]
+    for _ in range(int(round(seconds / h))):
+        v[2] -= g * h
+        normal = 0.0
+        if x[2] + h * v[2] < 0.0:
+            normal = -x[2] / h - v[2]  # normal impulse per unit mass that lands the block on z = 0
+            v[2] = -x[2] / h
+        u = v[:2].copy()
+        if normal > 0.0 and np.any(u != 0.0):
+            if np.hypot(u[0] / mu1, u[1] / mu2) <= normal:
+                u[:] = 0.0
+            else:
+                m2 = np.array([mu1 * mu1, mu2 * mu2])
+
+                def slip(q):  # the weighted slip q that the end velocity u/(1 + λ_n μ²/q) has, minus q
+                    return float(np.sqrt((m2 * (u / (1.0 + normal * m2 / q)) ** 2).sum())) - q
+
+                lo, hi = 1e-300, float(np.sqrt((m2 * u * u).sum()))
+                for _ in range(200):  # bisection: slip(q) > 0 below the root, < 0 above it
+                    mid = 0.5 * (lo + hi)
+                    lo, hi = (mid, hi) if slip(mid) > 0.0 else (lo, mid)
+                u = u / (1.0 + normal * m2 / hi)
+        v[:2] = u
+        x += h * v
+        path.append(x.copy())
+    return np.asarray(path)
+
+
+def implicit_euler_pendulum(pivot, pos, vel, *, h: float, steps: int, gravity=(0.0, 0.0, -G)) -> np.ndarray:
+    """Positions (steps + 1, 3) [m] of a point pendulum on a rigid rod, stepped by implicit Euler with the rod's
+    length held at the end of each step: x' = x + h v + h² g + h² (λ/m) n(x') with n(x') along x' − pivot, so x' is
+    x + h v + h² g projected radially onto the sphere |x' − pivot| = |x − pivot|, and v' = (x' − x)/h. Its numerical
+    damping takes (ωh)²/2 of the amplitude per step for small swings (ω² = g/L)."""
+    pivot = np.asarray(pivot, dtype=np.float64)
+    x, v = np.array(pos, dtype=np.float64), np.array(vel, dtype=np.float64)
+    g = np.asarray(gravity, dtype=np.float64)
+    length = np.linalg.norm(x - pivot)
+    path = [x.copy()]
+    for _ in range(steps):
+        y = x + h * v + h * h * g - pivot
+        new = pivot + length * y / np.linalg.norm(y)
+        v = (new - x) / h
+        x = new
+        path.append(x.copy())
+    return np.asarray(path)
+
+
 def drop_model(*, size: float = 0.06, cells: int = 3, youngs: float = 1.0e5, height: float = 0.05, side_speed: float = 0.3, mu: float = 0.5):
     """The drop scene's model: a soft cube with its lower face ``height`` [m] above ground of friction ``mu``, thrown
     sideways at ``side_speed`` [m/s]."""
