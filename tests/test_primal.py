@@ -169,10 +169,9 @@ def test_both_formulations_rest_a_cube_on_the_ground(fem):
     solver = ss.Solver(model, fem=fem)
     for _ in range(60):
         solver.step(state)
-    assert np.abs(state.particle_qd.numpy()).max() < 1e-4
-    assert -state.particle_q.numpy()[:, 2].min() < 1e-3
-    d = solver.diagnostics()
-    assert np.all(d.linear_iterations == 20)
+    # measured after 0.5 s at the budget, primal / dual: 0.64 / 0.60 µm/s, 5.2e-11 / 5.7e-10 m into the ground
+    assert np.abs(state.particle_qd.numpy()).max() < 1.9e-6
+    assert -state.particle_q.numpy()[:, 2].min() < 1.7e-9
 
 
 def test_renamed_setting_still_loads_and_both_names_are_an_error(tmp_path):

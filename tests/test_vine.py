@@ -52,24 +52,32 @@ def test_julia_reference_before_and_at_first_contact(vine_data):
     """rectangles_1: straight growth until the tip touches a wall at step ≈ 48, then sliding along it; rectangles_2
     never touches. Measured: 60 steps of rectangles_1: 0.0095 mm mean body error, 0.46 mm tip error at step 60 (the
     engine's contact step differs from the original's QP linearised at q_k, see docs/vine.md); 15 steps of
-    rectangles_2: 4.7e-5 mm. (Full 5 s: `softsnake vine rollout ... --reference`, in the docs.)"""
+    rectangles_2: 1.6e-5 mm. (Full 5 s: `softsnake vine rollout ... --reference`, in the docs.)"""
     d = vine_data / "julia_rollouts"
     c, _, _, _ = julia_case(d / "rectangles_1.rects", d / "rectangles_1.csv", seconds=60 / 90)
     assert c.steps == 60 and c.mean_body_error < 0.015e-3 and c.final_tip_error < 0.6e-3
     c2, _, _, _ = julia_case(d / "rectangles_2.rects", d / "rectangles_2.csv", seconds=15 / 90)
-    assert c2.mean_body_error < 1e-6
+    assert c2.mean_body_error < 4.9e-8
 
 
-def test_wall_fit_reaches_the_papers_tip_error(vine_data):
-    """Seeded CMA-ES on K, C (small budget): tip-x mean absolute error over the 8 frames ≤ 1.1 mm (the paper's)."""
-    from softsnake.experiments.vine_wall import fit_wall, tip_x_mae, wall_scene
+def test_wall_fit_predicts_held_out_frames_within_the_papers_tip_error(vine_data):
+    """Seeded CMA-ES on K, C (small budget) fitted to the first 5 of the 8 frames; the fitted rollout predicts the tip
+    x of the 3 held-out frames (5-7) within the paper's 1.1 mm mean absolute error (which the paper reports in-sample,
+    over all 8 frames). Measured: 0.50 mm on the held-out frames (0.21 mm on the fitted ones)."""
+    import dataclasses
+
+    from softsnake.experiments.vine_wall import fit_wall, wall_scene
 
     scene = wall_scene(vine_data / "jitosho_wall_fit.npz")
     assert 4e-3 < scene.wall_offset < 6e-3  # the frame-0 tip is ≈5.1 mm short of the wall (see vine_wall docstring)
-    res = fit_wall(scene, popsize=8, generations=4, seed=0)
+    fitted = 5
+    first = dataclasses.replace(scene, data=dataclasses.replace(scene.data, points=scene.data.points[:fitted]))
+    res = fit_wall(first, popsize=8, generations=4, seed=0)
     assert res.rollouts == 32 and res.launches == 4
-    mae = tip_x_mae(scene, np.array([[res.params["stiffness"], res.params["damping"]]]))[0]
-    assert mae == pytest.approx(res.loss) and mae <= 1.1e-3
+    x = scene.tip_x(np.array([[res.params["stiffness"], res.params["damping"]]]))[0]
+    error = np.abs(x - scene.data.points[:, -1, 0])
+    assert error[:fitted].mean() == pytest.approx(res.loss)  # the fit's loss is the in-sample error
+    assert error[fitted:].mean() <= 1.1e-3, error
 
 
 def test_chen_only_the_distal_link_grows_and_links_appear():
