@@ -1,9 +1,12 @@
 """Validation scenes at the real-time budget (h = 1/120 s, 4 Newton × 20 PCR) with their independent references.
 
 Each ``run_*`` function builds a scene through the public API, simulates it with the given solver settings and returns
-a dict of measured quantities next to the analytic/independent value they are checked against. The tests
-(``tests/test_realtime.py``) and the convergence benchmark (``benchmarks/convergence.py``) use the same functions, so a
-number in the docs and an assertion in a test come from one place.
+a dict of measured quantities next to the analytic/independent value they are checked against; the ``*_model``
+functions build the scenes alone and the ``implicit_euler_*`` functions are discrete references (what implicit Euler at
+step h gives, where that differs from the continuous formula). The tests (``tests/test_realtime.py`` and others), the
+convergence benchmark (``benchmarks/convergence.py``) and the comparison with Newton's VBD
+(``benchmarks/compare_newton.py``) use the same functions, so a number in the docs and an assertion in a test come from
+one place.
 """
 
 from __future__ import annotations
@@ -247,9 +250,10 @@ def run_box_stack(*, seconds: float = 10.0, count: int = 3, offset: float = 0.00
 
 def run_held_link(config, pressure_psi, *, seconds: float = 1.5, ramp: float = 0.5, solver_kwargs=None) -> dict:
     """One snake link exactly as ``robots.snake.build_snake`` builds it (mesh, hollow-section material, hard layer and
-    perimeter rows, actuation rows, the end sections' rows left out), held as the static reference
-    ``reference_fem.link_static_curvature`` holds it: no gravity, no ground, no wheels, the first cross-section fixed and
-    the last one attached to a free rigid body (the carriage's mass and inertia). One world per pressure [psi, ≥ 0]:
+    perimeter rows, actuation rows, the end sections' rows left out), held as the static references
+    ``reference_link.held_link_static`` (exact) and ``reference_fem.link_static_curvature`` (linearised) hold it: no
+    gravity, no ground, no wheels, the first cross-section fixed and the last one attached to a free rigid body (the
+    carriage's mass and inertia). One world per pressure [psi, ≥ 0]:
     chamber 0 is pressurised (its actuation rows at ε = 1 + p/Y, ramped over ``ramp`` s), chamber 1 vented (rows off).
     Returns the curvature [1/m] (yaw of the last section / link length, as ``SnakeSim.curvatures``) at every step."""
     from .kernels.schur import DISTANCE_OFF
