@@ -93,7 +93,7 @@ def scene_drop(ss):
 
 def scene_snake_link(ss):
     cfg = ss.SnakeConfig()
-    cfg = dataclasses.replace(cfg, links=1, pneumatics=dataclasses.replace(cfg.pneumatics, latency=False), solver=dataclasses.replace(cfg.solver, diagnostics=True, **OVERRIDES))
+    cfg = dataclasses.replace(cfg, links=1, pneumatics=dataclasses.replace(cfg.pneumatics, latency=False), solver=dataclasses.replace(cfg.solver, **OVERRIDES))
     sim = ss.SnakeSim(worlds=1, config=cfg)
     res, wall = [], 0.0
     frames = 90

@@ -18,21 +18,22 @@ import time
 
 import warp as wp
 
-#: block sizes the solver launches each module with on CUDA (softsnake/sim/solver.py): 256 for plain launches, 1024
-#: for the per-world reductions below 64 worlds (256 above), 32 for the list sums; a module missing here compiles on
-#: first use as before
-BLOCK_DIMS = {"minres": (256, 1024), "pcr": (256, 1024), "primal": (256, 1024), "block_sums": (32,)}
+#: block sizes the solver launches each module with on CUDA: 256 for plain launches and for the stages (one block per
+#: world, SolverConfig.block_dim = 0); pass --block-dim to add another stage block size
+STAGE_MODULES = ("step_common", "step_primal", "step_body_blocks", "step_dual")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", type=int, default=90, help="CUDA compute capability × 10 (90: Hopper, 80: A100, 89: Ada)")
     ap.add_argument("--ptx", action="store_true", help="write PTX instead of cubins")
+    ap.add_argument("--block-dim", type=int, action="append", default=[], help="also compile the stage modules for this block size (SolverConfig.block_dim)")
     args = ap.parse_args()
     from softsnake.sim.model import quiet_warp
 
     quiet_warp()
-    import softsnake.robots.snake_sim  # noqa: F401  (with the solver and the primal step: every kernel module)
+    import softsnake.robots.snake_sim  # noqa: F401  (with the solver: every kernel module)
+    import softsnake.sim.dual  # noqa: F401
     import softsnake.sim.primal  # noqa: F401
     from warp._src.context import user_modules  # private: the registry of loaded Warp modules
 
@@ -40,7 +41,8 @@ def main() -> None:
     for name, module in sorted(user_modules.items()):
         if not name.startswith("softsnake") or not module.kernels:
             continue
-        for block_dim in BLOCK_DIMS.get(name.rsplit(".", 1)[-1], (256,)):
+        stage = name.rsplit(".", 1)[-1] in STAGE_MODULES
+        for block_dim in sorted({256, *(args.block_dim if stage else ())}):
             t0 = time.perf_counter()
             options = module.resolve_options(wp.config, block_dim=block_dim)
             built = module._compile(None, None, output_arch=args.arch, use_ptx=args.ptx, options=options)

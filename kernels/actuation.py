@@ -4,6 +4,9 @@ import warp as wp
 
 from .schur import DISTANCE_OFF
 
+# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
+wp.set_module_options({"enable_backward": False})
+
 
 @wp.kernel
 def chamber_rest_scale(

@@ -18,7 +18,6 @@ from .data import BodyData, BodyJacobian, Jacobian, ModelData
 from .rigid import ang, attachment_row0, body_pose, joint_row0, lin, row_effective_mass, spatial, unit
 from .rigid_contact import body_contact_row0, particle_body_row0
 from .friction import contact_slot_off
-from .primal import skipped_row
 
 # Loops stay loops: add_row (four dense 6×6 block updates) is inlined for every row of every row kind; unrolled, this
 # module took ~3 minutes to compile for CUDA.
@@ -97,10 +96,9 @@ def add_row(
             add_block(H, bb, w, bq, gq, ba, ga, s)
 
 
-@wp.kernel
-def body_mass_blocks(b: BodyData, bb: BodyBlocks, h: float, bx_start: wp.array(dtype=wp.transform), bv: wp.array(dtype=wp.spatial_vector), H: wp.array(dtype=wp.float64)):
-    """H[i, i] += M_b (world inertia at the iterate's pose); H was zeroed."""
-    tid = wp.tid()
+@wp.func
+def body_mass_block(tid: int, b: BodyData, bb: BodyBlocks, h: float, bx_start: wp.array(dtype=wp.transform), bv: wp.array(dtype=wp.spatial_vector), H: wp.array(dtype=wp.float64)):
+    """H[i, i] += M_b of body ``tid`` (world-major; world inertia at the iterate's pose); H was zeroed."""
     w = tid // b.body_count
     i = tid - w * b.body_count
     pose = body_pose(b, i, w, bx_start, bv, h)
@@ -116,8 +114,9 @@ def body_mass_blocks(b: BodyData, bb: BodyBlocks, h: float, bx_start: wp.array(d
             wp.atomic_add(H, base + (o + k) * n + o + a, wp.float64(col[k]))
 
 
-@wp.kernel
-def attachment_and_joint_blocks(
+@wp.func
+def attachment_and_joint_block(
+    tid: int,
     m: ModelData,
     b: BodyData,
     bj: BodyJacobian,
@@ -129,7 +128,7 @@ def attachment_and_joint_blocks(
     row_d: wp.array(dtype=float),
     H: wp.array(dtype=wp.float64),
 ):
-    tid = wp.tid()
+    """The H terms and D of attachment or joint ``tid`` (world-major over attachments, then joints)."""
     per_world = b.attachment_count + b.joint_count
     w = tid // per_world
     e = tid - w * per_world
@@ -154,8 +153,9 @@ def attachment_and_joint_blocks(
             add_row(H, bb, b, w, row0 + r, diag, row_d, ic, pc, spatial(l, bj.joint_ang_child[k]), ip, pp, spatial(-l, bj.joint_ang_parent[k]))
 
 
-@wp.kernel
-def body_contact_blocks(
+@wp.func
+def body_contact_block(
+    tid: int,
     m: ModelData,
     b: BodyData,
     bj: BodyJacobian,
@@ -167,7 +167,7 @@ def body_contact_blocks(
     row_d: wp.array(dtype=float),
     H: wp.array(dtype=wp.float64),
 ):
-    tid = wp.tid()
+    """The H terms and D of body contact slot ``tid`` (an empty slot: D = its diagonal)."""
     w = tid // b.body_contact_count
     k = tid - w * b.body_contact_count
     F = bj.contact_frame[tid]
@@ -191,8 +191,9 @@ def body_contact_blocks(
         add_row(H, bb, b, w, row0 + r, diag, row_d, ia, pa, ga, ib, pb, gb)
 
 
-@wp.kernel
-def particle_body_blocks(
+@wp.func
+def particle_body_block(
+    tid: int,
     m: ModelData,
     b: BodyData,
     jac: Jacobian,
@@ -204,7 +205,7 @@ def particle_body_blocks(
     row_d: wp.array(dtype=float),
     H: wp.array(dtype=wp.float64),
 ):
-    tid = wp.tid()
+    """The H terms and D of particle–body-shape slot ``tid``."""
     w = tid // m.particle_body_count
     k = tid - w * m.particle_body_count
     row0 = particle_body_row0(m, w, k)
@@ -223,11 +224,10 @@ def particle_body_blocks(
         add_row(H, bb, b, w, row0 + r, diag, row_d, ib, pose, spatial(-n, -wp.cross(jac.pb_arm[tid], n)), -1, pose, wp.spatial_vector())
 
 
-@wp.kernel
-def cluster_cholesky(bb: BodyBlocks, clusters: int, H: wp.array(dtype=wp.float64)):
-    """In-place lower Cholesky factor of each cluster block, in float64: the hard rows' weights 1/D make H far worse
-    conditioned than float32 resolves (a tiny relative jitter keeps it definite)."""
-    tid = wp.tid()
+@wp.func
+def cluster_cholesky(tid: int, bb: BodyBlocks, clusters: int, H: wp.array(dtype=wp.float64)):
+    """In-place lower Cholesky factor of cluster block ``tid`` (world-major), in float64: the hard rows' weights 1/D
+    make H far worse conditioned than float32 resolves (a tiny relative jitter keeps it definite)."""
     w = tid // clusters
     c = tid - w * clusters
     n = bb.cluster_dofs[c]
@@ -249,8 +249,9 @@ def cluster_cholesky(bb: BodyBlocks, clusters: int, H: wp.array(dtype=wp.float64
             H[base + i * n + j] = t / d
 
 
-@wp.kernel
+@wp.func
 def cluster_solve(
+    tid: int,
     b: BodyData,
     bb: BodyBlocks,
     clusters: int,
@@ -260,12 +261,10 @@ def cluster_solve(
     H: wp.array(dtype=wp.float64),
     f: wp.array(dtype=wp.spatial_vector),
     work: wp.array(dtype=wp.float64),
-    # Out:
     impulse: wp.array(dtype=wp.spatial_vector),
 ):
-    """y = H⁻¹ f per cluster (f = J_bᵀ D⁻¹ r per body); writes M_b y as a body impulse, which the row gathers turn back
-    into the body velocity y (they multiply by M_b⁻¹ at the same pose)."""
-    tid = wp.tid()
+    """y = H⁻¹ f for cluster ``tid`` (f = J_bᵀ D⁻¹ r per body); writes M_b y as a body impulse, which the row
+    gathers turn back into the body velocity y (they multiply by M_b⁻¹ at the same pose)."""
     w = tid // clusters
     c = tid - w * clusters
     n = bb.cluster_dofs[c]
@@ -297,8 +296,7 @@ def cluster_solve(
         impulse[w * b.body_count + i] = world_mass_times(b, i, body_pose(b, i, w, bx_start, bv, h), y)
 
 
-@wp.kernel
-def woodbury_rows(rows_per_world: int, skip_start: int, skip_count: int, r: wp.array(dtype=float), u: wp.array(dtype=float), d: wp.array(dtype=float), z: wp.array(dtype=float)):
-    """z = D⁻¹r − D⁻¹u (u = J_b H⁻¹ J_bᵀ D⁻¹r on body rows, 0 elsewhere)."""
-    i = skipped_row(wp.tid(), rows_per_world, skip_start, skip_count)
+@wp.func
+def woodbury_row(i: int, r: wp.array(dtype=float), u: wp.array(dtype=float), d: wp.array(dtype=float), z: wp.array(dtype=float)):
+    """z = D⁻¹r − D⁻¹u on row i (u = J_b H⁻¹ J_bᵀ D⁻¹r on body rows, 0 elsewhere)."""
     z[i] = r[i] / d[i] - u[i] / d[i]

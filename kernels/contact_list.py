@@ -7,9 +7,10 @@ They fill the world's slots in (particle, shape) order, so each particle's conta
 its multipliers (t1, t2, n) and its previous normal impulse across the re-listing; a pair that leaves is released.
 Pairs beyond the capacity are dropped and counted per world (``overflow``), which the solver reports after the step.
 
-Four launches per step, no host round trip, fixed sizes (graph capture): count candidates per particle, a per-world
-running sum (one thread per world, so the order is deterministic), clear the slots, write the list (the count and
-the write are one kernel, so they enumerate the same pairs).
+One stage of the step (kernels/step_common.py, ``collide``), per world, no host round trip, fixed sizes (graph
+capture): count candidates per particle, a running sum over the world's particles (in particle order, so the list is
+deterministic), clear the slots, write the list (the count and the write are one function, so they enumerate the
+same pairs).
 
 Finding the candidates: with few shapes every particle tests every shape (a bounding sphere first). With many
 (``softsnake/sim/contact_list.py``, ``BVH_MIN_SHAPES``) a BVH over the bounded shapes' boxes returns the shapes near
@@ -22,6 +23,9 @@ import warp as wp
 
 from .contact import shape_bounding_radius, shape_signed_distance
 from .data import ContactSettings, Jacobian, ModelData, contact_row0
+
+# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
+wp.set_module_options({"enable_backward": False})
 
 
 @wp.func
@@ -137,17 +141,17 @@ class ShapeBvh:
     unbounded: wp.array(dtype=int)
 
 
-@wp.kernel
+@wp.func
 def contact_list_offsets(
+    w: int,
     particles_per_world: int,
     capacity: int,
     count: wp.array(dtype=int),
-    # Out:
-    offset: wp.array(dtype=int),  # first slot of each (world, particle) run, before clamping to the capacity
-    overflow: wp.array(dtype=int),  # per world: candidates that did not fit
+    offset: wp.array(dtype=int),
+    overflow: wp.array(dtype=int),
 ):
-    """Running sum of the candidate counts within each world (one thread per world: a fixed summation order)."""
-    w = wp.tid()
+    """Running sum of the candidate counts within world w (``offset``: first slot of each particle's run, before
+    clamping to the capacity; ``overflow[w]``: candidates that did not fit)."""
     total = int(0)
     for p in range(particles_per_world):
         offset[w * particles_per_world + p] = total
@@ -155,16 +159,15 @@ def contact_list_offsets(
     overflow[w] = wp.max(total - capacity, 0)
 
 
-@wp.kernel
-def clear_contact_slots(
+@wp.func
+def clear_contact_slot(
+    tid: int,
     m: ModelData,
     jac: Jacobian,
-    # Out:
     lam: wp.array(dtype=float),
     contact_lam_n_prev: wp.array(dtype=float),
 ):
-    """Empty slot: no pair, zero multipliers and frame."""
-    tid = wp.tid()
+    """Slot ``tid`` (world-major) emptied: no pair, zero multipliers and frame."""
     w = tid // m.contact_count
     k = tid - w * m.contact_count
     jac.contact_particle[tid] = -1
@@ -260,33 +263,31 @@ def take_candidate(
     return slot
 
 
-@wp.kernel
+@wp.func
 def list_contact_candidates(
-    # Model:
+    tid: int,
     m: ModelData,
     contact: ContactSettings,
     h: float,
-    # State in:
     x_start: wp.array(dtype=wp.vec3),
     v_lin: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.vec3),
-    lam_prev: wp.array(dtype=float),  # the multipliers as carried (previous list's layout)
+    lam_prev: wp.array(dtype=float),
     lam_n_prev_old: wp.array(dtype=float),
     old_first: wp.array(dtype=int),
     old_num: wp.array(dtype=int),
     old_shape: wp.array(dtype=int),
     bvh: ShapeBvh,
-    write: int,  # 0: count the candidates per (world, particle); 1: write them from ``offset`` on
+    write: int,
     offset: wp.array(dtype=int),
-    # Out:
     count: wp.array(dtype=int),
     jac: Jacobian,
     lam: wp.array(dtype=float),
     contact_lam_n_prev: wp.array(dtype=float),
 ):
-    """The candidates of (world, particle), each with the multipliers it carried. Launched twice per step, to count
-    and then to write, with one enumeration, so the counts match the slots."""
-    tid = wp.tid()
+    """The candidates of (world, particle) ``tid``, each with the multipliers it carried (``lam_prev``, ``old_*``:
+    the previous list's layout). Called twice per step with one enumeration, to count (write = 0: ``count``) and then
+    to write them from ``offset`` on (write = 1), so the counts match the slots."""
     w = tid // m.particle_count
     p = tid - w * m.particle_count
     K = m.contact_count

@@ -4,6 +4,29 @@ import warp as wp
 
 from .types import vec6
 
+#: the row families of softsnake/sim/rows.py (ROW_FAMILIES), in row order: indices into RowLayout
+DISTANCE = wp.constant(0)
+TET = wp.constant(1)
+CONTACT = wp.constant(2)
+ATTACHMENT = wp.constant(3)
+JOINT = wp.constant(4)
+BODY_CONTACT = wp.constant(5)
+PARTICLE_BODY = wp.constant(6)
+FAMILY_COUNT = 7
+
+vec8i = wp.types.vector(length=8, dtype=wp.int32)
+
+
+@wp.struct
+class RowLayout:
+    """The row-family table of one world (softsnake/sim/rows.py, RowTable.layout()): for family k (DISTANCE …
+    PARTICLE_BODY) its first row, first element number and rows per element; entry FAMILY_COUNT holds the totals
+    (rows and elements per world)."""
+
+    row_start: vec8i
+    element_start: vec8i
+    rows_per_element: vec8i
+
 
 @wp.struct
 class ModelData:
@@ -15,9 +38,8 @@ class ModelData:
     row_count: int  # rows per world
     element_count: int  # particle-family elements per world (distance, tet, contact)
     attachment_count: int
-    particle_body_element_start: int  # first particle–body-shape contact element (after attachments, joints, body contacts)
-    particle_body_row_start: int  # its first row in a world
     particle_body_count: int  # particle–body-shape slots per world (particles · body shapes)
+    layout: RowLayout  # where each row family's rows and elements begin
 
     particle_inv_mass: wp.array(dtype=float)
     particle_radius: wp.array(dtype=float)
@@ -83,10 +105,21 @@ def load6(a: wp.array(dtype=float), base: int) -> vec6:
 
 
 @wp.func
+def family_row0(m: ModelData, w: int, family: int, k: int) -> int:
+    """First row of element k of row family ``family`` in world w (the row-family table)."""
+    return w * m.row_count + m.layout.row_start[family] + m.layout.rows_per_element[family] * k
+
+
+@wp.func
+def family_element0(m: ModelData, family: int) -> int:
+    """Element number of the first element of ``family`` (incidence codes are 4·element + role)."""
+    return m.layout.element_start[family]
+
+
+@wp.func
 def contact_row0(m: ModelData, w: int, k: int) -> int:
-    """First row (t1; then t2, n) of contact slot k of world w: the slots follow the distance and tet rows, and slot
-    m.contact_count is where the attachment rows begin."""
-    return w * m.row_count + m.distance_count + 6 * m.tet_count + 3 * k
+    """First row (t1; then t2, n) of particle–shape contact slot k of world w."""
+    return family_row0(m, w, CONTACT, k)
 
 
 @wp.struct
@@ -159,3 +192,65 @@ class BodyJacobian:
     contact_arm_b: wp.array(dtype=wp.vec3)  # contact point − centre of the target's body
     contact_mu: wp.array(dtype=wp.vec2)
     contact_point: wp.array(dtype=wp.vec4)  # contact point of the feature (body frame) and its radius, fixed per step
+
+
+@wp.struct
+class StepData:
+    """The solver's buffers of one step, all worlds (world-major; softsnake/sim/solver.py allocates them): the call's
+    state and control, the iterate, the rows, the carried multipliers and per-world diagnostics."""
+
+    worlds: int
+    h: float  # time step [s]
+    gravity: wp.vec3  # [m/s²]
+    max_speed: float  # runaway threshold [m/s] (0: off)
+    warm_start: float  # start-value factor of the carried bilateral multipliers
+    contact_warm_start: float  # … of the carried contact impulses
+    newton_iterations: int
+    linear_iterations: int
+    linear_tolerance: float  # relative residual at which a world's linear solve stops (0: run the budget)
+    newton_tolerance: float  # residual [m/s] below which a world skips its remaining updates (0: off)
+    contact: ContactSettings
+    # the State and Control of this call
+    particle_q: wp.array(dtype=wp.vec3)
+    particle_qd: wp.array(dtype=wp.vec3)
+    body_q: wp.array(dtype=wp.transform)
+    body_qd: wp.array(dtype=wp.spatial_vector)
+    particle_f: wp.array(dtype=wp.vec3)
+    body_f: wp.array(dtype=wp.spatial_vector)
+    distance_scale: wp.array(dtype=float)
+    # particles: x⁻, v⁻, the iterate v, impulse scratch, the friction impulse carried to the next step
+    x_start: wp.array(dtype=wp.vec3)
+    v_start: wp.array(dtype=wp.vec3)
+    v: wp.array(dtype=wp.vec3)
+    impulse: wp.array(dtype=wp.vec3)
+    carried_impulse: wp.array(dtype=wp.vec3)
+    # rigid bodies: the same, and the world angular momentum of the iterate
+    body_x_start: wp.array(dtype=wp.transform)
+    body_v_start: wp.array(dtype=wp.spatial_vector)
+    body_v: wp.array(dtype=wp.spatial_vector)
+    body_impulse: wp.array(dtype=wp.spatial_vector)
+    body_momentum: wp.array(dtype=wp.vec3)
+    carried_body_impulse: wp.array(dtype=wp.spatial_vector)
+    # rows (worlds · rows): multipliers [N s], the Newton update, right-hand side, Schur diagonal, line-search step
+    lam: wp.array(dtype=float)
+    dlam: wp.array(dtype=float)
+    rhs: wp.array(dtype=float)
+    diag: wp.array(dtype=float)
+    back: wp.array(dtype=float)
+    # the previous step's normal impulses (first cone radius) of the three contact families
+    contact_lam_n_prev: wp.array(dtype=float)
+    body_contact_lam_n_prev: wp.array(dtype=float)
+    particle_body_lam_n_prev: wp.array(dtype=float)
+    tet_force: wp.array(dtype=wp.vec3)  # J_tᵀλ_t per tet and vertex (primal assembly)
+    jac: Jacobian
+    bjac: BodyJacobian
+    # per world: ‖φ‖² before each Newton iteration and after the last ((newton + 1) · worlds), a scratch merit, the
+    # linear solves' squared residuals (newton · (linear + 1) · worlds) and iteration counts (newton · worlds), active
+    # contacts (newton · worlds), the line search's decisions, non-finite flags
+    residual_sq: wp.array(dtype=float)
+    scratch_residual: wp.array(dtype=float)
+    linear_rr: wp.array(dtype=float)
+    linear_iters: wp.array(dtype=int)
+    active_contacts: wp.array(dtype=int)
+    line_searches: wp.array(dtype=int)  # (newton + 1) · worlds: 1 where the update before iterate k was halved
+    nonfinite: wp.array(dtype=int)

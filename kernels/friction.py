@@ -1,4 +1,4 @@
-"""Coulomb friction in the fixed-point form u_t + w·λ_f = 0 (paper's friction rows, solver notes §5).
+"""Coulomb friction in the fixed-point form u_t + w·λ_f = 0 (paper's friction rows, docs/solver.md).
 
 Elliptic (anisotropic) cone |(λ1/μ1, λ2/μ2)| ≤ λ_n in a tangent frame fixed to the shape. For a sliding contact the maximal
 dissipation impulse is λ_k = −μ_k² u_k λ_n / q, q = √(μ1²u1² + μ2²u2²), so the fixed point weight of row k is
@@ -132,21 +132,21 @@ def assemble_contact_rows(
     return fb[2] * fb[2]
 
 
-@wp.kernel
+@wp.func
 def project_friction(
+    tid: int,
     m: ModelData,
     jac: Jacobian,
-    newton_iteration: int,
-    worlds: int,
-    # State in/out:
     lam: wp.array(dtype=float),
     delta: wp.array(dtype=float),
     contact_lam_n_prev: wp.array(dtype=float),
-    active_contacts: wp.array(dtype=int),  # (newton_iterations, worlds), flattened
+    active_contacts: wp.array(dtype=int),
+    active_index: int,
 ):
-    """Cone projection of the friction impulses; the change Δλ_f is added to ``delta`` for the caller to apply (the dual
-    step through M⁻¹Jᵀ, the primal step through its next solve or the next step's prediction)."""
-    tid = wp.tid()
+    """Cone projection of the friction impulses of particle–shape contact slot ``tid`` (world-major); the change Δλ_f
+    is added to ``delta`` for the caller to apply (the dual step through M⁻¹Jᵀ, the primal step through its next
+    solve or the next step's prediction); a contact with positive normal impulse counts in
+    active_contacts[active_index]."""
     w = tid // m.contact_count
     cidx = tid - w * m.contact_count
     row0 = contact_row0(m, w, cidx)
@@ -168,4 +168,4 @@ def project_friction(
         delta[row0 + 1] += d2
     contact_lam_n_prev[tid] = wp.max(lam_n, 0.0)
     if lam_n > 0.0:
-        wp.atomic_add(active_contacts, newton_iteration * worlds + w, 1)
+        wp.atomic_add(active_contacts, active_index, 1)

@@ -14,6 +14,9 @@
 
 import warp as wp
 
+# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
+wp.set_module_options({"enable_backward": False})
+
 LAW_LINEAR = wp.constant(0)
 LAW_WRINKLING = wp.constant(1)
 LAW_MLP = wp.constant(2)

@@ -1,10 +1,15 @@
-"""First-order implicit time stepping of particles (solver notes §1): prediction, impulse application, finalisation."""
+"""First-order implicit time stepping of particles (docs/formulation.md): prediction, impulse application,
+finalisation. Functions of one particle ``tid`` (world-major: tid = w·particles + i), called by the stage kernels."""
 
 import warp as wp
 
+# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
+wp.set_module_options({"enable_backward": False})
 
-@wp.kernel
-def predict_particles(
+
+@wp.func
+def predict_particle(
+    tid: int,
     particles_per_world: int,
     inv_mass: wp.array(dtype=float),
     gravity: wp.vec3,
@@ -12,13 +17,11 @@ def predict_particles(
     q: wp.array(dtype=wp.vec3),
     qd: wp.array(dtype=wp.vec3),
     force: wp.array(dtype=wp.vec3),
-    # Out:
     x_start: wp.array(dtype=wp.vec3),
     v_start: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.vec3),
 ):
-    """ṽ = v⁻ + h·(g + M⁻¹ f_ext); kinematic particles (inverse mass 0) keep their prescribed velocity."""
-    tid = wp.tid()
+    """ṽ = v⁻ + h·(g + M⁻¹ f_ext) [m/s]; kinematic particles (inverse mass 0) keep their prescribed velocity."""
     i = tid % particles_per_world
     x_start[tid] = q[tid]
     v0 = qd[tid]
@@ -29,46 +32,36 @@ def predict_particles(
     v[tid] = v0
 
 
-@wp.kernel
-def apply_impulses(
-    particles_per_world: int,
-    inv_mass: wp.array(dtype=float),
-    impulse: wp.array(dtype=wp.vec3),
-    v: wp.array(dtype=wp.vec3),
-):
+@wp.func
+def apply_particle_impulse(tid: int, particles_per_world: int, inv_mass: wp.array(dtype=float), impulse: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3)):
     """v += M⁻¹ · impulse."""
-    tid = wp.tid()
     v[tid] = v[tid] + impulse[tid] * inv_mass[tid % particles_per_world]
 
 
-@wp.kernel
-def start_multipliers(rows_per_world: int, contact_start: int, contact_end: int, body_contact_start: int, warm_start: float, contact_warm_start: float, lam: wp.array(dtype=float)):
-    """Scale the previous step's multipliers into start values: bilateral rows by warm_start, contact rows
-    ([contact_start, contact_end) and from body_contact_start on) by contact_warm_start (0 restarts contacts from the
-    FB corner; notes §4 pitfall 1)."""
-    i = wp.tid()
-    r = i % rows_per_world
-    if (r >= contact_start and r < contact_end) or r >= body_contact_start:
+@wp.func
+def start_multiplier(lam: wp.array(dtype=float), i: int, is_contact: bool, warm_start: float, contact_warm_start: float):
+    """Scale the previous step's multiplier of row i into its start value: bilateral rows by warm_start, contact rows
+    by contact_warm_start (0 restarts contacts from the FB corner)."""
+    if is_contact:
         lam[i] = lam[i] * contact_warm_start
     else:
         lam[i] = lam[i] * warm_start
 
 
-@wp.kernel
-def finalize_particles(
+@wp.func
+def finalize_particle(
+    tid: int,
     particles_per_world: int,
     h: float,
     max_speed: float,
     x_start: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.vec3),
-    # Out:
     q: wp.array(dtype=wp.vec3),
     qd: wp.array(dtype=wp.vec3),
     nonfinite: wp.array(dtype=int),
 ):
     """x⁺ = x⁻ + h v⁺; flags worlds whose state became non-finite or ran away (speed above max_speed [m/s], 0: off),
     which catches a blow-up while its values are still finite."""
-    tid = wp.tid()
     vi = v[tid]
     xi = x_start[tid] + vi * h
     q[tid] = xi
@@ -84,6 +77,7 @@ def restore_particles(
     nonfinite: wp.array(dtype=int),
     x_start: wp.array(dtype=wp.vec3),
     v_start: wp.array(dtype=wp.vec3),
+    # Out:
     q: wp.array(dtype=wp.vec3),
     qd: wp.array(dtype=wp.vec3),
 ):

@@ -1,20 +1,49 @@
-"""Preconditioned MINRES for the symmetric saddle-point system of the primal FEM step (kernels/primal.py).
+"""Preconditioned MINRES for the symmetric saddle-point system of the primal FEM step (kernels/step_primal.py).
 
 Paige & Saunders (1975), in the form of scipy.sparse.linalg.minres: a Lanczos recurrence with the preconditioner's inner
 product and Givens rotations that minimise the residual norm over the Krylov space. It needs only a symmetric operator
 (the saddle system is indefinite, so CG and CR do not apply) and a symmetric positive-definite preconditioner.
 
 Every vector is a pair (particle part vec3 per world·particle, row part float per world·row); the rows in the skipped
-range (the eliminated tet rows) are never touched and stay zero. Vector kernels are tiled
-launches with one block per world, like kernels/pcr.py: per-world scalars, fixed summation order, no atomics, so worlds
-never influence each other and results are reproducible. The recurrence scalars of world w live in
-``sc[w·SLOTS + slot]``.
+range (the eliminated tet rows) are never touched and stay zero. The functions here are the vector work of one
+iteration for one world, shared by the lanes of its block (kernels/block.py): each lane walks the same indices in
+every loop, reductions are block sums in a fixed order, and the recurrence scalars (``MinresScalars``) are identical
+in every lane. The whole solve runs in one launch (``step_primal.newton_solve``).
 """
 
 import warp as wp
 
+from .block import block_sum
+
 SLOTS = 13
 BETA, OLDB, ALFA, DBAR, EPS, OLDEPS, CS, SN, PHIBAR, PHI, DELTA, GAMMA, BETA1 = range(13)
+
+
+@wp.struct
+class MinresScalars:
+    """The recurrence of one world's solve (the slots of ``SLOTS`` in the same order are its read-back)."""
+
+    beta: float
+    oldb: float
+    alfa: float
+    dbar: float
+    eps: float
+    oldeps: float
+    cs: float
+    sn: float
+    phibar: float
+    phi: float
+    delta: float
+    gamma: float
+    beta1: float
+
+
+@wp.struct
+class SaddleVector:
+    """A vector of the saddle system: particle part (worlds·particles) and row part (worlds·rows)."""
+
+    v: wp.array(dtype=wp.vec3)
+    l: wp.array(dtype=float)
 
 
 @wp.func
@@ -35,180 +64,119 @@ def scale_of(beta: float, beta1: float) -> float:
     return s
 
 
-@wp.kernel
+@wp.func
 def minres_start(
-    particles: int,
-    rows: int,
-    skip_start: int,
-    skip_count: int,
-    bv: wp.array(dtype=wp.vec3),
-    bl: wp.array(dtype=float),
-    yv: wp.array(dtype=wp.vec3),
-    yl: wp.array(dtype=float),
-    xv: wp.array(dtype=wp.vec3),
-    xl: wp.array(dtype=float),
-    r1v: wp.array(dtype=wp.vec3),
-    r1l: wp.array(dtype=float),
-    r2v: wp.array(dtype=wp.vec3),
-    r2l: wp.array(dtype=float),
-    wv: wp.array(dtype=wp.vec3),
-    wl: wp.array(dtype=float),
-    w2v: wp.array(dtype=wp.vec3),
-    w2l: wp.array(dtype=float),
-    vv: wp.array(dtype=wp.vec3),
-    vl: wp.array(dtype=float),
-    sc: wp.array(dtype=float),
-):
-    """x = 0, r1 = r2 = b, w = w2 = 0 (y = P b on entry); β₁ = √(b·P·b), the Givens state of the first iteration, and
-    the first Lanczos vector v = y/β₁."""
-    w, lane = wp.tid()
+    w: int, lane: int, particles: int, rows: int, skip_start: int, skip_count: int,
+    b: SaddleVector, y: SaddleVector, x: SaddleVector, r1: SaddleVector, r2: SaddleVector, w1: SaddleVector,
+    w2: SaddleVector, v: SaddleVector,
+) -> MinresScalars:
+    """x = 0, r1 = r2 = b, w1 = w2 = 0 (y = P b on entry); β₁ = √(b·P·b), the Givens state of the first iteration,
+    and the first Lanczos vector v = y/β₁."""
     acc = float(0.0)
     for k in range(lane, particles, wp.block_dim()):
         i = w * particles + k
-        b = bv[i]
-        xv[i] = wp.vec3()
-        r1v[i] = b
-        r2v[i] = b
-        wv[i] = wp.vec3()
-        w2v[i] = wp.vec3()
-        acc += wp.dot(b, yv[i])
+        bk = b.v[i]
+        x.v[i] = wp.vec3()
+        r1.v[i] = bk
+        r2.v[i] = bk
+        w1.v[i] = wp.vec3()
+        w2.v[i] = wp.vec3()
+        acc += wp.dot(bk, y.v[i])
     for k in range(lane, rows - skip_count, wp.block_dim()):
         i = w * rows + row_index(k, skip_start, skip_count)
-        b_ = bl[i]
-        xl[i] = 0.0
-        r1l[i] = b_
-        r2l[i] = b_
-        wl[i] = 0.0
-        w2l[i] = 0.0
-        acc += b_ * yl[i]
-    total = wp.tile_sum(wp.tile(acc))
-    beta1 = wp.sqrt(wp.max(total[0], 0.0))
-    if lane == 0:
-        base = w * SLOTS
-        for s in range(SLOTS):
-            sc[base + s] = 0.0
-        sc[base + BETA] = beta1
-        sc[base + BETA1] = beta1
-        sc[base + PHIBAR] = beta1
-        sc[base + CS] = -1.0
+        b_ = b.l[i]
+        x.l[i] = 0.0
+        r1.l[i] = b_
+        r2.l[i] = b_
+        w1.l[i] = 0.0
+        w2.l[i] = 0.0
+        acc += b_ * y.l[i]
+    beta1 = wp.sqrt(wp.max(block_sum(acc), 0.0))
+    sc = MinresScalars()
+    sc.beta = beta1
+    sc.beta1 = beta1
+    sc.phibar = beta1
+    sc.cs = -1.0
     f = scale_of(beta1, beta1)
     for k in range(lane, particles, wp.block_dim()):
         i = w * particles + k
-        vv[i] = yv[i] * f
+        v.v[i] = y.v[i] * f
     for k in range(lane, rows - skip_count, wp.block_dim()):
         i = w * rows + row_index(k, skip_start, skip_count)
-        vl[i] = yl[i] * f
+        v.l[i] = y.l[i] * f
+    return sc
 
 
-@wp.kernel
+@wp.func
 def minres_lanczos(
-    particles: int,
-    rows: int,
-    skip_start: int,
-    skip_count: int,
-    row_sign: float,
-    sc: wp.array(dtype=float),
-    vv: wp.array(dtype=wp.vec3),
-    vl: wp.array(dtype=float),
-    yv: wp.array(dtype=wp.vec3),
-    yl: wp.array(dtype=float),
-    r1v: wp.array(dtype=wp.vec3),
-    r1l: wp.array(dtype=float),
-    r2v: wp.array(dtype=wp.vec3),
-    r2l: wp.array(dtype=float),
-    alfa: wp.array(dtype=float),
-):
-    """The Lanczos recurrence on y = A v: y −= (β/β_old)·r1 (from the second iteration on: β_old = 0 before), α = v·y, then
-    y −= (α/β)·r2, r1 = r2, r2 = y; alfa[w] = α. The row part of y arrives multiplied by ``row_sign`` (−1 when the
-    product left the saddle operator's sign to this kernel)."""
-    w, lane = wp.tid()
-    beta = sc[w * SLOTS + BETA]
-    oldb = sc[w * SLOTS + OLDB]
+    w: int, lane: int, particles: int, rows: int, skip_start: int, skip_count: int, row_sign: float,
+    sc: MinresScalars, v: SaddleVector, y: SaddleVector, r1: SaddleVector, r2: SaddleVector,
+) -> float:
+    """The Lanczos recurrence on y = A v: y −= (β/β_old)·r1 (from the second iteration on: β_old = 0 before),
+    α = v·y, then y −= (α/β)·r2, r1 = r2, r2 = y; returns α. The row part of y arrives multiplied by ``row_sign``
+    (−1 when the product left the saddle operator's sign to this function)."""
     c = float(0.0)
-    if oldb > 0.0:  # β_old is 0 in the first iteration (minres_start)
-        c = beta / oldb
+    if sc.oldb > 0.0:  # β_old is 0 in the first iteration (minres_start)
+        c = sc.beta / sc.oldb
     acc = float(0.0)
     for k in range(lane, particles, wp.block_dim()):
         i = w * particles + k
-        y = yv[i] - r1v[i] * c
-        yv[i] = y
-        acc += wp.dot(vv[i], y)
+        yk = y.v[i] - r1.v[i] * c
+        y.v[i] = yk
+        acc += wp.dot(v.v[i], yk)
     for k in range(lane, rows - skip_count, wp.block_dim()):
         i = w * rows + row_index(k, skip_start, skip_count)
-        y_ = row_sign * yl[i] - r1l[i] * c
-        yl[i] = y_
-        acc += vl[i] * y_
-    total = wp.tile_sum(wp.tile(acc))
-    wp.tile_store(alfa, total, offset=w)
-    a = total[0]
+        y_ = row_sign * y.l[i] - r1.l[i] * c
+        y.l[i] = y_
+        acc += v.l[i] * y_
+    a = block_sum(acc)
     c2 = float(0.0)
-    if beta > 0.0:
-        c2 = a / beta
+    if sc.beta > 0.0:
+        c2 = a / sc.beta
     for k in range(lane, particles, wp.block_dim()):
         i = w * particles + k
-        y = yv[i] - r2v[i] * c2
-        r1v[i] = r2v[i]
-        r2v[i] = y
-        yv[i] = y
+        yk = y.v[i] - r2.v[i] * c2
+        r1.v[i] = r2.v[i]
+        r2.v[i] = yk
+        y.v[i] = yk
     for k in range(lane, rows - skip_count, wp.block_dim()):
         i = w * rows + row_index(k, skip_start, skip_count)
-        y_ = yl[i] - r2l[i] * c2
-        r1l[i] = r2l[i]
-        r2l[i] = y_
-        yl[i] = y_
+        y_ = y.l[i] - r2.l[i] * c2
+        r1.l[i] = r2.l[i]
+        r2.l[i] = y_
+        y.l[i] = y_
+    return a
 
 
-@wp.kernel
+@wp.func
 def minres_update(
-    particles: int,
-    rows: int,
-    skip_start: int,
-    skip_count: int,
-    alfa: wp.array(dtype=float),
-    sc: wp.array(dtype=float),
-    r2v: wp.array(dtype=wp.vec3),
-    r2l: wp.array(dtype=float),
-    yv: wp.array(dtype=wp.vec3),
-    yl: wp.array(dtype=float),
-    vv: wp.array(dtype=wp.vec3),
-    vl: wp.array(dtype=float),
-    wv: wp.array(dtype=wp.vec3),
-    wl: wp.array(dtype=float),
-    w2v: wp.array(dtype=wp.vec3),
-    w2l: wp.array(dtype=float),
-    xv: wp.array(dtype=wp.vec3),
-    xl: wp.array(dtype=float),
-):
-    """The rest of one MINRES iteration (y = P r2 on entry): β² = r2·y; the QR update of the Lanczos tridiagonal (one
-    Givens rotation) and the step length φ; w_new = (v − ε_old·w1 − δ·w2)/γ with w1 = w2_old, w2 = w_old; x += φ·w_new;
-    and the next Lanczos vector v = y/β."""
-    w, lane = wp.tid()
-    base = w * SLOTS
-    # every lane reads the recurrence state before the reduction below; lane 0 writes it back after it
-    a = alfa[w]
-    beta_old = sc[base + BETA]
-    cs = sc[base + CS]
-    sn = sc[base + SN]
-    dbar = sc[base + DBAR]
-    eps = sc[base + EPS]
-    phibar = sc[base + PHIBAR]
-    beta1 = sc[base + BETA1]
+    w: int, lane: int, particles: int, rows: int, skip_start: int, skip_count: int, alfa: float,
+    sc_in: MinresScalars, r2: SaddleVector, y: SaddleVector, v: SaddleVector, w1: SaddleVector, w2: SaddleVector,
+    x: SaddleVector,
+) -> MinresScalars:
+    """The rest of one iteration (y = P r2 on entry): β² = r2·y; the QR update of the Lanczos tridiagonal (one Givens
+    rotation) and the step length φ; w_new = (v − ε_old·w2 − δ·w1)/γ, then w2 = w1, w1 = w_new; x += φ·w_new; and the
+    next Lanczos vector v = y/β. Returns the updated scalars."""
+    sc = sc_in
+    beta_old = sc.beta
     acc = float(0.0)
     for k in range(lane, particles, wp.block_dim()):
         i = w * particles + k
-        acc += wp.dot(r2v[i], yv[i])
+        acc += wp.dot(r2.v[i], y.v[i])
     for k in range(lane, rows - skip_count, wp.block_dim()):
         i = w * rows + row_index(k, skip_start, skip_count)
-        acc += r2l[i] * yl[i]
-    total = wp.tile_sum(wp.tile(acc))
-    beta = wp.sqrt(wp.max(total[0], 0.0))
-    oldeps = eps
-    delta = cs * dbar + sn * a
-    gbar = sn * dbar - cs * a
-    eps = sn * beta
-    dbar = -cs * beta
+        acc += r2.l[i] * y.l[i]
+    beta = wp.sqrt(wp.max(block_sum(acc), 0.0))
+    oldeps = sc.eps
+    delta = sc.cs * sc.dbar + sc.sn * alfa
+    gbar = sc.sn * sc.dbar - sc.cs * alfa
+    eps = sc.sn * beta
+    dbar = -sc.cs * beta
     gamma = wp.sqrt(gbar * gbar + beta * beta)
     phi = float(0.0)
+    cs = sc.cs
+    sn = sc.sn
+    phibar = sc.phibar
     if beta_old <= 0.0 or gamma <= 0.0:
         # the world's solve had already converged (or its right-hand side was zero): no update
         gamma = 1.0
@@ -219,49 +187,54 @@ def minres_update(
         sn = beta / gamma
         phi = cs * phibar
         phibar = sn * phibar
-    if lane == 0:
-        sc[base + ALFA] = a
-        sc[base + OLDB] = beta_old
-        sc[base + BETA] = beta
-        sc[base + OLDEPS] = oldeps
-        sc[base + DELTA] = delta
-        sc[base + EPS] = eps
-        sc[base + DBAR] = dbar
-        sc[base + GAMMA] = gamma
-        sc[base + CS] = cs
-        sc[base + SN] = sn
-        sc[base + PHI] = phi
-        sc[base + PHIBAR] = phibar
+    sc.alfa = alfa
+    sc.oldb = beta_old
+    sc.beta = beta
+    sc.oldeps = oldeps
+    sc.delta = delta
+    sc.eps = eps
+    sc.dbar = dbar
+    sc.gamma = gamma
+    sc.cs = cs
+    sc.sn = sn
+    sc.phi = phi
+    sc.phibar = phibar
     ginv = 1.0 / gamma
-    f = scale_of(beta, beta1)
+    f = scale_of(beta, sc.beta1)
     for k in range(lane, particles, wp.block_dim()):
         i = w * particles + k
-        w1 = w2v[i]
-        w2 = wv[i]
-        wn = (vv[i] - w1 * oldeps - w2 * delta) * ginv
-        w2v[i] = w2
-        wv[i] = wn
-        xv[i] = xv[i] + wn * phi
-        vv[i] = yv[i] * f
+        a1 = w2.v[i]
+        a2 = w1.v[i]
+        wn = (v.v[i] - a1 * oldeps - a2 * delta) * ginv
+        w2.v[i] = a2
+        w1.v[i] = wn
+        x.v[i] = x.v[i] + wn * phi
+        v.v[i] = y.v[i] * f
     for k in range(lane, rows - skip_count, wp.block_dim()):
         i = w * rows + row_index(k, skip_start, skip_count)
-        w1_ = w2l[i]
-        w2_ = wl[i]
-        wn_ = (vl[i] - w1_ * oldeps - w2_ * delta) * ginv
-        w2l[i] = w2_
-        wl[i] = wn_
-        xl[i] = xl[i] + wn_ * phi
-        vl[i] = yl[i] * f
+        a1_ = w2.l[i]
+        a2_ = w1.l[i]
+        wn_ = (v.l[i] - a1_ * oldeps - a2_ * delta) * ginv
+        w2.l[i] = a2_
+        w1.l[i] = wn_
+        x.l[i] = x.l[i] + wn_ * phi
+        v.l[i] = y.l[i] * f
+    return sc
 
 
-@wp.kernel
-def minres_record(sc: wp.array(dtype=float), done: int, rr: wp.array(dtype=float), iterations: wp.array(dtype=int)):
-    """Diagnostics in the solver's PCR layout for one Newton iteration: rr[0] = β₁², rr[done] = φ̄² (the preconditioned
-    residual norms before and after, squared) and the iteration count. A solve of more iterations than the layout
-    holds (SolverConfig.linear_iterations) records its final residual in the last slot."""
-    w = wp.tid()
-    base = w * SLOTS
-    n = iterations.shape[0]
-    rr[w] = sc[base + BETA1] * sc[base + BETA1]
-    rr[wp.min(done, rr.shape[0] // n - 1) * n + w] = sc[base + PHIBAR] * sc[base + PHIBAR]
-    iterations[w] = done
+@wp.func
+def store_scalars(sc: MinresScalars, out: wp.array(dtype=float), base: int):
+    """The recurrence of one world into out[base : base + SLOTS] (the read-back order of SLOTS)."""
+    out[base + BETA] = sc.beta
+    out[base + OLDB] = sc.oldb
+    out[base + ALFA] = sc.alfa
+    out[base + DBAR] = sc.dbar
+    out[base + EPS] = sc.eps
+    out[base + OLDEPS] = sc.oldeps
+    out[base + CS] = sc.cs
+    out[base + SN] = sc.sn
+    out[base + PHIBAR] = sc.phibar
+    out[base + PHI] = sc.phi
+    out[base + DELTA] = sc.delta
+    out[base + GAMMA] = sc.gamma
+    out[base + BETA1] = sc.beta1

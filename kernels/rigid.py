@@ -13,7 +13,10 @@ fixed: 3 anchor rows, 3 rotation-lock rows. The drive row is free (switched off)
 
 import warp as wp
 
-from .data import BodyData, BodyJacobian, Jacobian, ModelData, contact_row0
+from .data import ATTACHMENT, JOINT, BodyData, BodyJacobian, ModelData, family_row0
+
+# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
+wp.set_module_options({"enable_backward": False})
 
 JOINT_REVOLUTE = wp.constant(0)
 JOINT_PRISMATIC = wp.constant(1)
@@ -86,25 +89,24 @@ def omega_from_momentum(x0: wp.transform, inv_inertia_body: wp.mat33, L: wp.vec3
     return w
 
 
-@wp.kernel
-def predict_bodies(
-    bodies_per_world: int,
+@wp.func
+def predict_body(
+    tid: int,
     b: BodyData,
     gravity: wp.vec3,
     h: float,
     q: wp.array(dtype=wp.transform),
     qd: wp.array(dtype=wp.spatial_vector),
     wrench: wp.array(dtype=wp.spatial_vector),
-    # Out:
     x_start: wp.array(dtype=wp.transform),
     v_start: wp.array(dtype=wp.spatial_vector),
     v: wp.array(dtype=wp.spatial_vector),
     momentum: wp.array(dtype=wp.vec3),
 ):
-    """v̂ = v + h(g + f/m); angular momentum L = I_w ω + hτ and ω̂ = ω(L) (``omega_from_momentum``); f, τ: external
-    force [N] and torque [N m] about the centre of mass (world frame). Bodies with inverse mass 0 are kinematic."""
-    tid = wp.tid()
-    i = tid % bodies_per_world
+    """Body ``tid`` (world-major): v̂ = v + h(g + f/m); angular momentum L = I_w ω + hτ and ω̂ = ω(L)
+    (``omega_from_momentum``); f, τ: external force [N] and torque [N m] about the centre of mass (world frame).
+    Bodies with inverse mass 0 are kinematic."""
+    i = tid % b.body_count
     x_start[tid] = q[tid]
     s = qd[tid]
     v_start[tid] = s
@@ -122,9 +124,9 @@ def is_zero_wrench(J: wp.spatial_vector):
     return J[0] == 0.0 and J[1] == 0.0 and J[2] == 0.0 and J[3] == 0.0 and J[4] == 0.0 and J[5] == 0.0
 
 
-@wp.kernel
-def apply_body_impulses(
-    bodies_per_world: int,
+@wp.func
+def apply_body_impulse(
+    tid: int,
     b: BodyData,
     x_start: wp.array(dtype=wp.transform),
     h: float,
@@ -132,11 +134,9 @@ def apply_body_impulses(
     momentum: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.spatial_vector),
 ):
-    """v += impulse/m; L += angular impulse, ω = ω(L) at the pose the step ends in. A zero impulse leaves the body
-    exactly as it is (ω is not re-evaluated from L), so that an idle line search can be skipped per world
-    (Solver.line_search_idle)."""
-    tid = wp.tid()
-    i = tid % bodies_per_world
+    """Body ``tid``: v += impulse/m; L += angular impulse, ω = ω(L) at the pose the step ends in. A zero impulse
+    leaves the body exactly as it is (ω is not re-evaluated from L)."""
+    i = tid % b.body_count
     J = impulse[tid]
     if b.body_inv_mass[i] > 0.0 and not is_zero_wrench(J):
         s = v[tid]
@@ -145,19 +145,20 @@ def apply_body_impulses(
         v[tid] = spatial(lin(s) + lin(J) * b.body_inv_mass[i], omega_from_momentum(x_start[tid], b.body_inv_inertia[i], L, ang(s), h))
 
 
-@wp.kernel
-def finalize_bodies(
+@wp.func
+def finalize_body(
+    tid: int,
     bodies_per_world: int,
     h: float,
     max_speed: float,
     x_start: wp.array(dtype=wp.transform),
     v: wp.array(dtype=wp.spatial_vector),
-    # Out:
     q: wp.array(dtype=wp.transform),
     qd: wp.array(dtype=wp.spatial_vector),
     nonfinite: wp.array(dtype=int),
 ):
-    tid = wp.tid()
+    """Body ``tid``: pose from the end-of-step velocity; flags non-finite or runaway worlds (as finalize_particle,
+    angular speed up to 100 × max_speed [rad/s])."""
     s = v[tid]
     x = integrate_pose(x_start[tid], s, h)
     q[tid] = x
@@ -175,9 +176,11 @@ def restore_bodies(
     nonfinite: wp.array(dtype=int),
     x_start: wp.array(dtype=wp.transform),
     v_start: wp.array(dtype=wp.spatial_vector),
+    # Out:
     q: wp.array(dtype=wp.transform),
     qd: wp.array(dtype=wp.spatial_vector),
 ):
+    """Undo a rejected step: every world (all_worlds = 1) or only the flagged ones."""
     tid = wp.tid()
     if all_worlds != 0 or nonfinite[tid // bodies_per_world] != 0:
         q[tid] = x_start[tid]
@@ -217,33 +220,34 @@ def unit(i: int) -> wp.vec3:
 
 @wp.func
 def attachment_row0(m: ModelData, b: BodyData, w: int, k: int) -> int:
-    return contact_row0(m, w, m.contact_count) + 3 * k
+    return family_row0(m, w, ATTACHMENT, k)
 
 
 @wp.func
 def joint_row0(m: ModelData, b: BodyData, w: int, j: int) -> int:
-    return contact_row0(m, w, m.contact_count) + 3 * b.attachment_count + 6 * j
+    return family_row0(m, w, JOINT, j)
 
 
-@wp.kernel
-def assemble_body_rows(
+@wp.func
+def assemble_body_row(
+    tid: int,
     m: ModelData,
     b: BodyData,
     h: float,
-    # State in:
     x_start: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.vec3),
     bx_start: wp.array(dtype=wp.transform),
     bv: wp.array(dtype=wp.spatial_vector),
     lam: wp.array(dtype=float),
-    # Out:
     bjac: BodyJacobian,
     row_compliance: wp.array(dtype=float),
     rhs: wp.array(dtype=float),
     diag: wp.array(dtype=float),
     residual_sq: wp.array(dtype=float),
+    residual_base: int,
 ):
-    tid = wp.tid()
+    """The rows of attachment or joint ``tid`` (world-major over attachments then joints) at the iterate; their
+    Jacobians are taken at the start of the step. residual_sq[residual_base + w] += Σφ²."""
     per_world = b.attachment_count + b.joint_count
     w = tid // per_world
     e = tid - w * per_world
@@ -387,7 +391,7 @@ def assemble_body_rows(
             diag[row0 + r] = row_effective_mass(b, ip, pose_p, -l, ap) + row_effective_mass(b, ic, pose_c, l, ac) + comp + 1.0e-12
             res += phi * phi
     if res > 0.0:
-        wp.atomic_add(residual_sq, w, res)
+        wp.atomic_add(residual_sq, residual_base + w, res)
 
 
 @wp.func

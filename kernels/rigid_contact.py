@@ -12,16 +12,15 @@ pair; otherwise the target's frame is used. The pair's coefficient is the geomet
 import warp as wp
 
 from .contact import shape_signed_distance
-from .data import BodyData, BodyJacobian, ContactSettings, Jacobian, ModelData
+from .data import ATTACHMENT, BODY_CONTACT, JOINT, PARTICLE_BODY, BodyData, BodyJacobian, ContactSettings, Jacobian, ModelData, family_element0, family_row0
 from .friction import assemble_contact_rows, cone_projected, contact_slot_off, release_contact_slot, switch_off_contact_rows
-from .rigid import ang, body_pose, body_vel, body_velocity, gather_body_row, joint_row0, lin, row_effective_mass
-from .schur import gather_particle_rows
+from .rigid import ang, body_pose, body_vel, body_velocity, lin, row_effective_mass, spatial
 from .types import SHAPE_CYLINDER
 
 
 @wp.func
 def body_contact_row0(m: ModelData, b: BodyData, w: int, k: int) -> int:
-    return joint_row0(m, b, w, b.joint_count) + 3 * k
+    return family_row0(m, w, BODY_CONTACT, k)
 
 
 @wp.func
@@ -74,8 +73,9 @@ def target_body(m: ModelData, b: BodyData, t: int) -> int:
     return b.body_shape_body[b.target_body_shape[t - m.shape_count]]
 
 
-@wp.kernel
-def assemble_body_contacts(
+@wp.func
+def assemble_body_contact(
+    tid: int,
     m: ModelData,
     b: BodyData,
     contact: ContactSettings,
@@ -86,19 +86,17 @@ def assemble_body_contacts(
     bv_lin: wp.array(dtype=wp.spatial_vector),
     bv: wp.array(dtype=wp.spatial_vector),
     lam_n_prev: wp.array(dtype=float),
-    # In/out:
     lam: wp.array(dtype=float),
     bjac: BodyJacobian,
-    # Out:
     row_compliance: wp.array(dtype=float),
     rhs: wp.array(dtype=float),
     diag: wp.array(dtype=float),
     residual_sq: wp.array(dtype=float),
+    residual_base: int,
 ):
-    """linearise = 1: contact point (feature frame), frame and lever arms of the step at the poses x⁻ + h·v_lin, and the
-    candidate slots (others get zero multipliers); no rows. linearise = 0: rows at the iterate with those frozen
-    Jacobians (chord Newton, as for the particle rows)."""
-    tid = wp.tid()
+    """Body contact slot ``tid`` (world-major). linearise = 1: contact point (feature frame), frame and lever arms of
+    the step at the poses x⁻ + h·v_lin, and whether the slot is a candidate (others get zero multipliers); no rows.
+    linearise = 0: rows at the iterate with those frozen Jacobians (chord Newton, as for the particle rows)."""
     w = tid // b.body_contact_count
     k = tid - w * b.body_contact_count
     f = k // b.target_count
@@ -190,7 +188,7 @@ def assemble_body_contacts(
             row0, frame, u, gap / h, r_n, r1, r2, bjac.contact_mu[kk], lam_n_prev[kk], newton_iteration, contact, lam, row_compliance, rhs, diag
         )
     if res > 0.0:
-        wp.atomic_add(residual_sq, w, res)
+        wp.atomic_add(residual_sq, residual_base + w, res)
 
 
 @wp.func
@@ -243,21 +241,21 @@ def project_cone_rows(lam: wp.array(dtype=float), row0: int, mu: wp.vec2, delta:
     return lam_n
 
 
-@wp.kernel
+@wp.func
 def project_body_friction(
+    tid: int,
     m: ModelData,
     b: BodyData,
     bjac: BodyJacobian,
-    newton_iteration: int,
-    worlds: int,
     lam: wp.array(dtype=float),
     lam_n_prev: wp.array(dtype=float),
-    # Out:
-    delta: wp.array(dtype=float),  # the friction impulse changes are added to it, for the caller to apply
+    delta: wp.array(dtype=float),
     active_contacts: wp.array(dtype=int),
+    active_index: int,
 ):
-    """Cone projection of body-contact friction; the caller applies ``delta`` through the usual Jᵀ/M⁻¹ path."""
-    tid = wp.tid()
+    """Cone projection of body contact slot ``tid``'s friction; the change is added to ``delta`` (the friction impulse
+    changes, for the caller to apply through the usual Jᵀ/M⁻¹ path); a contact with positive normal impulse counts in
+    active_contacts[active_index]."""
     w = tid // b.body_contact_count
     k = tid - w * b.body_contact_count
     row0 = body_contact_row0(m, b, w, k)
@@ -268,7 +266,7 @@ def project_body_friction(
     lam_n = project_cone_rows(lam, row0, bjac.contact_mu[tid], delta)
     lam_n_prev[tid] = wp.max(lam_n, 0.0)
     if lam_n > 0.0:
-        wp.atomic_add(active_contacts, newton_iteration * worlds + w, 1)
+        wp.atomic_add(active_contacts, active_index, 1)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -278,11 +276,12 @@ def project_body_friction(
 
 @wp.func
 def particle_body_row0(m: ModelData, w: int, k: int) -> int:
-    return w * m.row_count + m.particle_body_row_start + 3 * k
+    return family_row0(m, w, PARTICLE_BODY, k)
 
 
-@wp.kernel
-def assemble_particle_body_contacts(
+@wp.func
+def assemble_particle_body_contact(
+    tid: int,
     m: ModelData,
     b: BodyData,
     contact: ContactSettings,
@@ -296,16 +295,14 @@ def assemble_particle_body_contacts(
     bv_lin: wp.array(dtype=wp.spatial_vector),
     bv: wp.array(dtype=wp.spatial_vector),
     lam_n_prev: wp.array(dtype=float),
-    # In/out:
     lam: wp.array(dtype=float),
     jac: Jacobian,
-    # Out:
     rhs: wp.array(dtype=float),
     diag: wp.array(dtype=float),
     residual_sq: wp.array(dtype=float),
+    residual_base: int,
 ):
-    """Particle against a body shape; linearise as in :func:`assemble_body_contacts`."""
-    tid = wp.tid()
+    """Particle–body-shape slot ``tid`` (world-major); linearise as in :func:`assemble_body_contact`."""
     w = tid // m.particle_body_count
     k = tid - w * m.particle_body_count
     nbs = m.particle_body_count // m.particle_count
@@ -355,7 +352,7 @@ def assemble_particle_body_contacts(
             row0, frame, u, gap / h, r_n, r1, r2, jac.pb_mu[tid], lam_n_prev[tid], newton_iteration, contact, lam, jac.row_compliance, rhs, diag
         )
     if res > 0.0:
-        wp.atomic_add(residual_sq, w, res)
+        wp.atomic_add(residual_sq, residual_base + w, res)
 
 
 @wp.func
@@ -389,19 +386,18 @@ def gather_particle_body_contact(
         y[row0 + r] = d[r] + jac.row_compliance[row0 + r] * x[row0 + r]
 
 
-@wp.kernel
+@wp.func
 def project_particle_body_friction(
+    tid: int,
     m: ModelData,
     jac: Jacobian,
-    newton_iteration: int,
-    worlds: int,
     lam: wp.array(dtype=float),
     lam_n_prev: wp.array(dtype=float),
-    # Out:
     delta: wp.array(dtype=float),
     active_contacts: wp.array(dtype=int),
+    active_index: int,
 ):
-    tid = wp.tid()
+    """Cone projection of particle–body-shape slot ``tid`` (as project_body_friction)."""
     w = tid // m.particle_body_count
     k = tid - w * m.particle_body_count
     row0 = particle_body_row0(m, w, k)
@@ -412,41 +408,60 @@ def project_particle_body_friction(
     lam_n = project_cone_rows(lam, row0, jac.pb_mu[tid], delta)
     lam_n_prev[tid] = wp.max(lam_n, 0.0)
     if lam_n > 0.0:
-        wp.atomic_add(active_contacts, newton_iteration * worlds + w, 1)
+        wp.atomic_add(active_contacts, active_index, 1)
 
 
-@wp.kernel
-def gather_row_families(
-    worlds: int,
-    particle_elements: int,
-    skip_tets: int,
-    m: ModelData,
-    b: BodyData,
-    bjac: BodyJacobian,
-    jac: Jacobian,
-    h: float,
-    bx_start: wp.array(dtype=wp.transform),
-    bv: wp.array(dtype=wp.spatial_vector),
-    particle_impulse: wp.array(dtype=wp.vec3),
-    body_impulse: wp.array(dtype=wp.spatial_vector),
-    x: wp.array(dtype=float),
-    # Out:
-    y: wp.array(dtype=float),
-):
-    """y = J M⁻¹ (impulse) + C x over several row families in one launch, each world-major as its own launch was: the
-    particle elements (``particle_elements`` per world: distance, tet unless ``skip_tets``, contact; 0 = none), then
-    attachments and joints, body contact slots and particle–body-shape slots."""
-    tid = wp.tid()
-    n_particle = worlds * particle_elements
-    n_rows = worlds * (b.attachment_count + b.joint_count)
-    n_contacts = worlds * b.body_contact_count
-    if tid < n_particle:
-        gather_particle_rows(tid, m, jac, h, particle_impulse, x, skip_tets, y)
-        return
-    tid -= n_particle
-    if tid < n_rows:
-        gather_body_row(tid, m, b, bjac, h, bx_start, bv, particle_impulse, body_impulse, jac.row_compliance, x, y)
-    elif tid < n_rows + n_contacts:
-        gather_body_contact(tid - n_rows, m, b, bjac, h, bx_start, bv, body_impulse, jac.row_compliance, x, y)
-    else:
-        gather_particle_body_contact(tid - n_rows - n_contacts, m, b, jac, h, bx_start, bv, particle_impulse, body_impulse, x, y)
+@wp.func
+def body_transpose_product(w: int, i: int, m: ModelData, b: BodyData, bjac: BodyJacobian, jac: Jacobian, x: wp.array(dtype=float)) -> wp.spatial_vector:
+    """(J_bᵀ x) of body i in world w: force and torque about the body's centre [N s, N m s per unit of x], summed in
+    the order of the body's incidence list (attachments, joint rows, body contacts, particle–body contacts; no
+    atomics, so the sum is reproducible)."""
+    first_attachment = family_element0(m, ATTACHMENT)
+    first_joint = family_element0(m, JOINT)
+    first_body_contact = family_element0(m, BODY_CONTACT)
+    first_particle_body = family_element0(m, PARTICLE_BODY)
+    f = wp.vec3()
+    t = wp.vec3()
+    for c in range(b.body_incidence_start[i], b.body_incidence_start[i + 1]):
+        code = b.body_incidence[c]
+        e = code // 4
+        role = code - 4 * e
+        if e < first_joint:
+            k = e - first_attachment
+            row0 = family_row0(m, w, ATTACHMENT, k)
+            xk = wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
+            f += xk
+            t += wp.cross(bjac.attachment_arm[w * b.attachment_count + k], xk)
+        elif e >= first_particle_body:
+            # a particle against one of this body's shapes: the body takes −Fᵀx at the contact arm
+            s = e - first_particle_body
+            row0 = family_row0(m, w, PARTICLE_BODY, s)
+            kk = w * m.particle_body_count + s
+            imp = wp.transpose(jac.pb_frame[kk]) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
+            f -= imp
+            t -= wp.cross(jac.pb_arm[kk], imp)
+        elif e >= first_body_contact:
+            # body contact slot: role 0 = the feature's body, 1 = the target's body
+            s = e - first_body_contact
+            row0 = family_row0(m, w, BODY_CONTACT, s)
+            kk = w * b.body_contact_count + s
+            imp = wp.transpose(bjac.contact_frame[kk]) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
+            if role == 0:
+                f += imp
+                t += wp.cross(bjac.contact_arm_a[kk], imp)
+            else:
+                f -= imp
+                t -= wp.cross(bjac.contact_arm_b[kk], imp)
+        else:
+            j = e - first_joint
+            row0 = family_row0(m, w, JOINT, j)
+            for r in range(6):
+                k = (w * b.joint_count + j) * 6 + r
+                xr = x[row0 + r]
+                if role == 1:
+                    f -= bjac.joint_lin[k] * xr
+                    t += bjac.joint_ang_parent[k] * xr
+                else:
+                    f += bjac.joint_lin[k] * xr
+                    t += bjac.joint_ang_child[k] * xr
+    return spatial(f, t)

@@ -1,13 +1,13 @@
-"""Fused row assembly and matrix-free Schur products y = (J M⁻¹ Jᵀ + C) x (paper Eq. 8, solver notes §6).
+"""Row assembly and matrix-free Schur products y = (J M⁻¹ Jᵀ + C) x of the particle row families (paper Eq. 8).
 
-All constraint elements of all worlds are one flat launch: element e of world w has thread id w·E + e, with
-E = n_distance + n_tet + n_contact. Rows of a world are laid out as [distance (1 each) | tet (6 each) | contact (3 each:
-t1, t2, n)] at offset w·R. Per step the Jacobian is described by a unit direction per distance row, the rotation R per
+Element e of world w of the particle families (distance, tet, contact: E = ModelData.element_count per world) has id
+w·E + e; its rows sit where the row-family table puts them (``family_row0``: distance 1 row each, tet 6, contact 3:
+t1, t2, n). Per step the Jacobian is described by a unit direction per distance row, the rotation R per
 tet (rows are formed from R and the rest inverse B on the fly) and a contact frame (t1, t2, n) per contact slot.
 
 Rows use velocity-level residuals with impulses λ [N·s]: a compliant row with damping β [s] and compliance α is
     φ = (c + β·J v)/(h + β) + α/(h (h + β)) · λ,
-so Schur diagonal compliance is α/(h(h+β)) and the right-hand side is −φ (solver notes §2).
+so Schur diagonal compliance is α/(h(h+β)) and the right-hand side is −φ (docs/solver.md).
 """
 
 import warp as wp
@@ -25,7 +25,7 @@ from .tet import (
     tet_strain,
     write_tet_forces,
 )
-from .data import ContactSettings, Jacobian, ModelData, contact_row0, load6
+from .data import ATTACHMENT, DISTANCE, JOINT, PARTICLE_BODY, TET, ContactSettings, Jacobian, ModelData, contact_row0, family_element0, family_row0, load6
 from .types import vec6
 
 
@@ -33,38 +33,36 @@ from .types import vec6
 DISTANCE_OFF = wp.constant(-1.0)
 
 
-@wp.kernel
-def assemble_rows(
-    # Model:
+@wp.func
+def assemble_particle_element(
+    tid: int,
     m: ModelData,
     contact: ContactSettings,
     h: float,
     newton_iteration: int,
     linearise: int,
     primal_fem: int,
-    # State in:
     x_start: wp.array(dtype=wp.vec3),
     v_lin: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.vec3),
     distance_scale: wp.array(dtype=float),
     contact_lam_n_prev: wp.array(dtype=float),
-    # In/out:
     lam: wp.array(dtype=float),
     jac: Jacobian,
-    # Out:
     rhs: wp.array(dtype=float),
     diag: wp.array(dtype=float),
-    residual_sq: wp.array(dtype=float),  # per world
-    tet_force: wp.array(dtype=wp.vec3),  # primal FEM: J_tᵀλ_t per tet and vertex
+    residual_sq: wp.array(dtype=float),
+    residual_base: int,
+    tet_force: wp.array(dtype=wp.vec3),
 ):
-    """linearise = 1: compute the step's Jacobians at the linearisation point x⁻ + h·v_lin (``jac``), choose the contact
-    candidates (others get zero multipliers) and write no rows. linearise = 0: write the rows (right-hand side −φ at
-    the iterate x⁻ + h·v, Schur diagonal, compliance) with the step's frozen Jacobians (a chord Newton method, notes §10)."""
-    tid = wp.tid()
+    """Element ``tid`` of the particle families (world-major). linearise = 1: compute the step's Jacobians at the
+    linearisation point x⁻ + h·v_lin (``jac``) and write no rows. linearise = 0: write the rows (right-hand side −φ at
+    the iterate x⁻ + h·v, Schur diagonal, compliance) with the step's frozen Jacobians (a chord Newton method,
+    docs/solver.md); residual_sq[residual_base + w] += Σφ². Primal FEM (primal_fem = 1): the tet's impulse is the
+    constitutive one, J_tᵀλ_t per vertex goes to ``tet_force``."""
     w = tid // m.element_count
     e = tid - w * m.element_count
     pbase = w * m.particle_count
-    rbase = w * m.row_count
     res = float(0.0)
 
     if e < m.distance_count:
@@ -72,16 +70,17 @@ def assemble_rows(
         i = m.distance_i[e]
         j = m.distance_j[e]
         k = w * m.distance_count + e
+        r0 = family_row0(m, w, DISTANCE, e)
         if distance_scale[k] < 0.0:
             # switched off in this world (Control.distance_rest_scale < 0): the limit of infinite compliance, scaled
             # by 1/compliance: no Jacobian, identity row, φ = λ, so the row only releases a carried multiplier
             if linearise != 0:
                 jac.distance_dir[k] = wp.vec3(0.0, 0.0, 0.0)
                 return
-            jac.row_compliance[rbase + e] = 1.0
-            rhs[rbase + e] = -lam[rbase + e]
-            diag[rbase + e] = 1.0
-            res = lam[rbase + e] * lam[rbase + e]
+            jac.row_compliance[r0] = 1.0
+            rhs[r0] = -lam[r0]
+            diag[r0] = 1.0
+            res = lam[r0] * lam[r0]
         else:
             if linearise != 0:
                 d0 = (x_start[pbase + i] + v_lin[pbase + i] * h) - (x_start[pbase + j] + v_lin[pbase + j] * h)
@@ -98,15 +97,15 @@ def assemble_rows(
             beta = m.distance_damping[e]
             inv_hb = 1.0 / (h + beta)
             comp = m.distance_compliance[e] * inv_hb / h
-            jac.row_compliance[rbase + e] = comp
+            jac.row_compliance[r0] = comp
             c = length - m.distance_rest[e] * distance_scale[k]
-            phi = (c + beta * wp.dot(n, vi - vj)) * inv_hb + comp * lam[rbase + e]
+            phi = (c + beta * wp.dot(n, vi - vj)) * inv_hb + comp * lam[r0]
             mass_term = m.particle_inv_mass[i] + m.particle_inv_mass[j]
             if mass_term + comp <= 0.0:
                 phi = 0.0  # both ends kinematic and rigid: nothing to solve
                 comp = 1.0
-            rhs[rbase + e] = -phi
-            diag[rbase + e] = mass_term + comp
+            rhs[r0] = -phi
+            diag[r0] = mass_term + comp
             res = phi * phi
     elif e < m.distance_count + m.tet_count:
         # ---- corotational tet, 6 strain rows (paper Eq. 5)
@@ -142,7 +141,7 @@ def assemble_rows(
         inv_hb = 1.0 / (h + beta)
         scale = inv_hb / (h * m.tet_volume[t] * m.tet_youngs[t])
         nu = m.tet_poisson[t]
-        row0 = rbase + m.distance_count + 6 * t
+        row0 = family_row0(m, w, TET, t)
         if primal_fem != 0:
             # primal FEM (kernels/primal.py): the tet's impulse is the constitutive one at this iterate, its rows are
             # eliminated (identity rows, zero right-hand side) and its stiffness enters the particle system
@@ -205,7 +204,7 @@ def assemble_rows(
                 contact, lam, jac.row_compliance, rhs, diag,
             )
     if res > 0.0:
-        wp.atomic_add(residual_sq, w, res)
+        wp.atomic_add(residual_sq, residual_base + w, res)
 
 
 @wp.func
@@ -231,7 +230,10 @@ def add_tet_transpose_product(
     p: int,
 ) -> wp.vec3:
     """acc + Σ J_tᵀ x_t over the tets of particle p in world w, in tet order: from ``tet_force`` (per tet and vertex,
-    already J_tᵀ x_t) when use_tet_force = 1, else from the strain gradients and the tet rows of x."""
+    already J_tᵀ x_t) when use_tet_force = 1, from the strain gradients and the tet rows of x when 0; none when 2 (the
+    primal product takes the tets' part from its block matrix)."""
+    if use_tet_force == 2:
+        return acc
     first = m.particle_tet_start[p]
     last = m.particle_tet_start[p + 1]
     if use_tet_force != 0:
@@ -239,13 +241,12 @@ def add_tet_transpose_product(
         for c in range(first, last):
             acc += tet_force[base + m.particle_tet[c]]
     else:
-        rbase = w * m.row_count + m.distance_count
         for c in range(first, last):
             code = m.particle_tet[c]
             t = code // 4
             R = jac.tet_rotation[w * m.tet_count + t]
             B = m.tet_rest_inverse[t]
-            xt = load6(x, rbase + 6 * t)
+            xt = load6(x, family_row0(m, w, TET, t))
             for r in range(6):
                 acc += tet_row_gradient(R, B, r, code - 4 * t) * xt[r]
     return acc
@@ -264,35 +265,36 @@ def particle_transpose_product(
     """(Jᵀ x) of particle p in world w, summed over the particle's rows in a fixed order (no atomics, so the result is
     reproducible and independent of the other worlds): distances, tets, contact slots, attachments, body-shape
     contacts. use_tet_force = 1 takes each tet's part from ``tet_force`` (per tet and vertex, already J_tᵀ x_t: the
-    primal step writes it where it computes x_t) instead of recomputing the strain gradients."""
-    rbase = w * m.row_count
+    primal step writes it where it computes x_t) instead of recomputing the strain gradients; 2 leaves the tets out."""
     acc = wp.vec3()
     tets_pending = int(1)  # the particle's tets follow its distances
     contacts_pending = int(1)  # its contact slots come after its tets and before its attachments
+    first_tet = family_element0(m, TET)
+    first_attachment = family_element0(m, ATTACHMENT)
     for c in range(m.particle_incidence_start[p], m.particle_incidence_start[p + 1]):
         code = m.particle_incidence[c]
         e = code // 4
         local = code - 4 * e
-        if e >= m.distance_count and tets_pending != 0:
+        if e >= first_tet and tets_pending != 0:
             acc = add_tet_transpose_product(acc, m, jac, x, tet_force, use_tet_force, w, p)
             tets_pending = 0
-        if e >= m.element_count and contacts_pending != 0:
+        if e >= first_attachment and contacts_pending != 0:
             acc = add_contact_transpose_product(acc, m, jac, x, w, p)
             contacts_pending = 0
-        if e < m.distance_count:
-            n = jac.distance_dir[w * m.distance_count + e] * x[rbase + e]
+        if e < first_tet:
+            n = jac.distance_dir[w * m.distance_count + e] * x[family_row0(m, w, DISTANCE, e)]
             if local == 0:
                 acc += n
             else:
                 acc -= n
-        elif e < m.element_count + m.attachment_count:
-            # particle–body attachment k (elements after the particle families): c = p + R r − x
-            row0 = contact_row0(m, w, m.contact_count) + 3 * (e - m.element_count)
+        elif e < family_element0(m, JOINT):
+            # particle–body attachment (c = p + R r − x)
+            row0 = family_row0(m, w, ATTACHMENT, e - first_attachment)
             acc -= wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
         else:
             # particle against a body shape (kernels/rigid_contact.py): the particle takes +Fᵀx
-            k = e - m.particle_body_element_start
-            row0 = rbase + m.particle_body_row_start + 3 * k
+            k = e - family_element0(m, PARTICLE_BODY)
+            row0 = family_row0(m, w, PARTICLE_BODY, k)
             F = jac.pb_frame[w * m.particle_body_count + k]
             acc += wp.transpose(F) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
     if tets_pending != 0:
@@ -300,39 +302,6 @@ def particle_transpose_product(
     if contacts_pending != 0:
         acc = add_contact_transpose_product(acc, m, jac, x, w, p)
     return acc
-
-
-@wp.kernel
-def scatter_impulses(
-    m: ModelData,
-    jac: Jacobian,
-    x: wp.array(dtype=float),
-    tet_force: wp.array(dtype=wp.vec3),
-    use_tet_force: int,
-    # Out:
-    impulse: wp.array(dtype=wp.vec3),
-):
-    """impulse = Jᵀ x per particle (particle_transpose_product)."""
-    tid = wp.tid()
-    w = tid // m.particle_count
-    impulse[tid] = particle_transpose_product(m, jac, x, tet_force, use_tet_force, w, tid - w * m.particle_count)
-
-
-@wp.kernel
-def gather_rows(
-    m: ModelData,
-    jac: Jacobian,
-    h: float,
-    impulse: wp.array(dtype=wp.vec3),
-    x: wp.array(dtype=float),
-    skip_tets: int,
-    # Out:
-    y: wp.array(dtype=float),
-):
-    """y = J M⁻¹ (impulse) + C x, with impulse = Jᵀ x from scatter_impulses; skip_tets = 1 leaves the tet rows
-    alone (the primal FEM step eliminates them; the launch then covers element_count − tet_count threads per world).
-    With rigid bodies, kernels/rigid_contact.py (gather_row_families) runs these rows and the bodies' in one launch."""
-    gather_particle_rows(wp.tid(), m, jac, h, impulse, x, skip_tets, y)
 
 
 @wp.func
@@ -346,19 +315,20 @@ def gather_particle_rows(
     skip_tets: int,
     y: wp.array(dtype=float),
 ):
-    """The rows of element ``tid`` (world-major over the distance, tet unless ``skip_tets``, and contact elements)."""
+    """y = J M⁻¹ (impulse) + C x on the rows of element ``tid`` (world-major over the distance, tet unless
+    ``skip_tets``, and contact elements), with impulse = Jᵀ x per particle (particle_transpose_product); skip_tets = 1
+    leaves the tet rows alone (the primal FEM step eliminates them)."""
     per_world = m.element_count - skip_tets * m.tet_count
     w = tid // per_world
     e = tid - w * per_world
     if skip_tets != 0 and e >= m.distance_count:
         e += m.tet_count
     pbase = w * m.particle_count
-    rbase = w * m.row_count
     if e < m.distance_count:
         i = m.distance_i[e]
         j = m.distance_j[e]
         dv = impulse[pbase + i] * m.particle_inv_mass[i] - impulse[pbase + j] * m.particle_inv_mass[j]
-        r = rbase + e
+        r = family_row0(m, w, DISTANCE, e)
         val = wp.dot(jac.distance_dir[w * m.distance_count + e], dv) + jac.row_compliance[r] * x[r]
         y[r] = val
     elif e < m.distance_count + m.tet_count:
@@ -366,7 +336,7 @@ def gather_particle_rows(
         idx = m.tet_indices[t]
         B = m.tet_rest_inverse[t]
         R = jac.tet_rotation[w * m.tet_count + t]
-        row0 = rbase + m.distance_count + 6 * t
+        row0 = family_row0(m, w, TET, t)
         beta = m.tet_damping[t]
         scale = 1.0 / ((h + beta) * h * m.tet_volume[t] * m.tet_youngs[t])
         xt = load6(x, row0)

@@ -41,24 +41,25 @@ def probe_first_linear_solve(sim) -> dict:
 
     from softsnake.sim.primal import PrimalStep
 
-    primal = next(v for v in vars(sim.solver).values() if isinstance(v, PrimalStep))
+    primal = sim.solver.formulation
+    assert isinstance(primal, PrimalStep)
     out: dict = {}
     original = PrimalStep.solve
 
-    def solve(self, iterations, it=0):
+    def solve(self, it, iterations=None):
         if self is primal and not out:
             pv, pl = (wp.zeros_like(a) for a in primal.b)
             zv, zl = (wp.zeros_like(a) for a in primal.b)
             primal.matvec(*primal.b, pv, pl)
             primal.precondition(*primal.b, zv, zl)
             out.update(b_v=primal.b[0].numpy().copy(), b_l=primal.b[1].numpy().copy(), Ab_v=pv.numpy(), Ab_l=pl.numpy(), Pb_v=zv.numpy(), Pb_l=zl.numpy())
-            original(self, iterations, it)
+            original(self, it, iterations)
             out.update(x_v=primal.x[0].numpy().copy(), x_l=primal.x[1].numpy().copy())
             av, al = (wp.zeros_like(a) for a in primal.b)
             primal.matvec(*primal.x, av, al)
             out.update(Ax_v=av.numpy(), Ax_l=al.numpy())
             return None
-        return original(self, iterations, it)
+        return original(self, it, iterations)
 
     PrimalStep.solve = solve
     try:

@@ -198,10 +198,10 @@ def test_row16_first_use_compilation_is_announced(tmp_path, monkeypatch, capsys)
 
     assert main(["demo", "--seconds", "0.01", "--quiet"]) == 0  # compiles (or finds) the engine's kernels
     capsys.readouterr()
-    assert "softsnake.kernels.pcr" not in kernels_to_compile("cpu")
+    assert "softsnake.kernels.step_primal" not in kernels_to_compile("cpu")
     assert not announce_compilation("cpu") or capsys.readouterr().err.startswith("softsnake: compiling")
     monkeypatch.setattr(wp.config, "kernel_cache_dir", str(tmp_path))  # an empty cache: everything is to compile
-    assert "softsnake.kernels.pcr" in kernels_to_compile("cpu")
+    assert "softsnake.kernels.step_primal" in kernels_to_compile("cpu")
     assert announce_compilation("cpu")
     err = capsys.readouterr().err
     assert err.startswith("softsnake: compiling") and "first use" in err and len(err.splitlines()) == 1

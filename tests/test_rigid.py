@@ -238,9 +238,12 @@ def test_damped_hinge_spins_down_exponentially():
     assert abs(omega[0]) + abs(omega[1]) < 1e-9  # measured 0
 
 
-def test_body_sums_by_lanes_match_serial_sums():
-    """J_bᵀx per body and the coarse restriction summed by 32 lanes (GPU) agree with the one-lane, in-order sums to
-    float32 round-off (kernels/block_sums.py). The CPU runs one lane per block, so there is nothing to compare."""
+def test_a_world_on_a_block_of_lanes_matches_one_lane():
+    """A step whose world is shared by 32 lanes of a GPU block (block sums, per-lane element loops, barriers:
+    kernels/block.py) agrees with the same step on 256 lanes to float32 round-off. The CPU runs one lane per block,
+    so there is nothing to compare there: the test needs a CUDA device (it runs wherever one is present)."""
+    import dataclasses
+
     import warp as wp
 
     if not wp.is_cuda_available():
@@ -250,22 +253,15 @@ def test_body_sums_by_lanes_match_serial_sums():
 
     from softsnake.robots.snake_sim import SnakeSim
 
-    sim = SnakeSim(worlds=2, device=device, config=coarse())
-    sim.set_pressure_targets(np.full(sim.links, 5.0))
-    sim.step(3)
-    s = sim.solver
-    rng = np.random.default_rng(7)
-    x = wp.array(rng.standard_normal(s.lam.shape[0]).astype(np.float32), device=device)
-    primal = s._primal
-    assert primal.use_coarse
-    r = wp.array(rng.standard_normal((s.model.worlds * s.model.particle_count, 3)).astype(np.float32), dtype=wp.vec3, device=device)
     out = {}
-    for lanes in (1, 32):
-        s.sum_block_dim = lanes
-        imp = wp.zeros_like(s.body_impulse)
-        s._scatter_bodies(x, imp)
-        primal.precondition(r, x, wp.zeros_like(r), wp.zeros_like(x))
-        out[lanes] = (imp.numpy(), primal.rc.numpy().copy())
-    for a, b in zip(out[1], out[32]):
-        assert np.abs(a).max() > 0.0
-        assert np.abs(a - b).max() <= 1e-5 * np.abs(a).max()
+    for lanes in (32, 256):
+        cfg = coarse()
+        cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=lanes))
+        sim = SnakeSim(worlds=2, device=device, config=cfg)
+        sim.set_pressure_targets(np.full(sim.links, 5.0))
+        sim.step(3)
+        out[lanes] = sim.state.particle_q.numpy()
+    moved = np.abs(out[32] - SnakeSim(worlds=2, device=device, config=coarse()).state.particle_q.numpy()).max()
+    assert moved > 1e-4  # the steps moved the snake: the comparison is not vacuous
+    assert np.abs(out[32] - out[256]).max() <= 1e-3 * moved
+

@@ -91,7 +91,7 @@ def test_explicit_torsion_pendulum_period():
     model, body = one_hinge_model(2, inertia=I)
     state, control = model.state(), model.control()
     ht = HingeTorques(model, [(-1, body)], [[k, 0.0], [4 * k, 0.0]], rest_angles=0.3)
-    solver = ss.Solver(model, diagnostics=False)  # h = 1/120 s, 4 Newton × 20
+    solver = ss.Solver(model)  # h = 1/120 s, 4 Newton × 20
     dt = solver.dt
     th = []
     for _ in range(288):  # 2.4 s: 6 / 12 periods

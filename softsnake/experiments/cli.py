@@ -238,7 +238,7 @@ def run_bench_command(args) -> int:
             per = "    -" if r["ms_per_snake"] is None else f"{r['ms_per_snake']:8.2f}"
             print(
                 f"snakes {s:5g} | assembly {r['ms_assembly']:8.2f} ms | solve {r['ms_solve']:8.2f} ms | total {r['ms_total']:8.2f} ms | per snake {per} | "
-                f"{r['steps_per_s']:7.1f} steps/s | RTF {r['real_time_factor']:.3f} | peak {r['peak_memory_mb']:.0f} MB | paper total {paper[2] if paper else '-'} ms",
+                f"{r['steps_per_s']:7.1f} steps/s | RTF {r['real_time_factor']:.3f} | {r['launches_per_step']:.0f} launches/step | peak {r['peak_memory_mb']:.0f} MB | paper total {paper[2] if paper else '-'} ms",
                 flush=True,
             )
     if args.json:

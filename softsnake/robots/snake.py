@@ -93,7 +93,7 @@ class SnakeConfig:
     #: engine's default 4: at 4 × 20 the held 8-psi link then came within 8–9.5 % of an 8 × 400 solve instead of
     #: 10–11 %, and the coarse snake's 3 s gait within 48 % of 8 × 100 instead of 75 % (measured before the rows'
     #: preconditioner was fixed at commit 60bf89f, which closed the rest; docs/snake.md), for ~10 % more time
-    solver: SolverConfig = field(default_factory=lambda: SolverConfig(diagnostics=False, coarse_cells=8, coarse_cell_edges=1.0))
+    solver: SolverConfig = field(default_factory=lambda: SolverConfig(coarse_cells=8, coarse_cell_edges=1.0))
 
     def __post_init__(self):
         for name in ("link_length", "link_radius", "youngs_modulus", "density", "chamber_area", "carriage_length", "carriage_width", "carriage_height", "carriage_mass", "wheel_radius", "wheel_width", "wheel_track", "wheel_mass", "frame_dt"):

@@ -73,7 +73,7 @@ class VineSim:
         self.torques = HingeTorques(self.model, h.hinges, params, law=law, body_q0=q0)
         # initial link lengths: jitosho rest is straight; the hinge rest angles are relative to a straight vine
         self._straighten_rest(q0)
-        self.solver = Solver(self.model, dt=config.dt, newton_iterations=config.newton_iterations, linear_iterations=config.linear_iterations, warm_start=config.warm_start, contact_warm_start=config.warm_start, diagnostics=False, on_nonfinite=on_nonfinite)
+        self.solver = Solver(self.model, dt=config.dt, newton_iterations=config.newton_iterations, linear_iterations=config.linear_iterations, warm_start=config.warm_start, contact_warm_start=config.warm_start, on_nonfinite=on_nonfinite)
         self.time = 0.0
         self.steps = 0
         self.step_seconds = 0.0

@@ -1,5 +1,5 @@
-"""Host side of the compact particle–shape contact list (kernels/contact_list.py): buffers, the per-step re-listing
-and the capacity check.
+"""The collision stage: the compact particle–shape contact list (kernels/contact_list.py, kernels/step_common.py
+``collide``): buffers, the per-step listing and the capacity check.
 
 Every world has ``Model.contact_count`` contact slots (the capacity, ``ModelBuilder.finalize(contact_capacity=)``).
 Each step lists the pairs (particle, static shape) that can touch during it, so the contact rows, and every MINRES
@@ -12,6 +12,7 @@ import numpy as np
 import warp as wp
 
 from softsnake.kernels import contact_list as kcl
+from softsnake.kernels import step_common as kstep
 
 #: with at least this many bounded static shapes the candidates come from a BVH over the shapes instead of a scan of
 #: every shape (kernels/contact_list.py; the same list either way)
@@ -37,29 +38,31 @@ class ContactCapacityExceeded(RuntimeError):
 
 
 class ContactList:
-    """The solver's contact list: per-slot pair (in ``solver.jac``), per-particle runs, the previous list for carrying
-    multipliers, and the per-world overflow count."""
+    """The solver's contact list: per-slot pair (in the solver's Jacobian struct), per-particle runs, the previous list
+    for carrying multipliers, and the per-world overflow count."""
 
     def __init__(self, solver):
         self.s = solver
         m, dev, W = solver.model, solver.model.device, solver.model.worlds
         K, n = m.contact_count, m.particle_count
-        jac = solver.jac
+        jac = solver.data.jac  # the solver's struct: its fields are set through it (a nested Warp struct is a copy)
         jac.contact_particle = wp.full(W * K, -1, dtype=int, device=dev)
         jac.contact_shape = wp.full(W * K, -1, dtype=int, device=dev)
         jac.contact_first = wp.zeros(W * n, dtype=int, device=dev)
         jac.contact_num = wp.zeros(W * n, dtype=int, device=dev)
-        self.old_shape = wp.zeros(W * K, dtype=int, device=dev)
-        self.old_first = wp.zeros(W * n, dtype=int, device=dev)
-        self.old_num = wp.zeros(W * n, dtype=int, device=dev)
-        self.old_lam_n = wp.zeros(W * K, dtype=float, device=dev)
-        self.lam_prev = wp.zeros(W * m.row_count, dtype=float, device=dev)
-        self.count = wp.zeros(W * n, dtype=int, device=dev)
-        self.offset = wp.zeros(W * n, dtype=int, device=dev)
-        self.overflow = wp.zeros(W, dtype=int, device=dev)
+        c = kstep.ContactListData()
+        c.old_shape = wp.zeros(W * K, dtype=int, device=dev)
+        c.old_first = wp.zeros(W * n, dtype=int, device=dev)
+        c.old_num = wp.zeros(W * n, dtype=int, device=dev)
+        c.old_lam_n = wp.zeros(W * K, dtype=float, device=dev)
+        c.lam_prev = wp.zeros(W * m.row_count, dtype=float, device=dev)
+        c.count = wp.zeros(W * n, dtype=int, device=dev)
+        c.offset = wp.zeros(W * n, dtype=int, device=dev)
+        c.overflow = wp.zeros(W, dtype=int, device=dev)
+        c.bvh = self._shape_bvh()
+        self.data = c
         # with a slot for every pair the list cannot overflow, and the check's read-back is skipped
         self.bounded = K < n * m.shape_count
-        self.bvh = self._shape_bvh()
 
     def _shape_bvh(self) -> kcl.ShapeBvh:
         """A BVH over the bounding-sphere boxes of the bounded static shapes (enlarged by a relative 1e-4, so that
@@ -88,61 +91,33 @@ class ContactList:
         bvh.item_shape = i32(bounded)
         return bvh
 
-    def relist(self) -> None:
-        """This step's candidates into the slots, carrying the multipliers of pairs that stay (after the prediction and
-        start_multipliers, before the linearisation pass)."""
+    def collide(self) -> None:
+        """The collision stage (one launch, after the prediction): this step's particle–shape candidates into the
+        slots, carrying the multipliers of pairs that stay, and every contact family's candidates and frames."""
         s = self.s
-        m, dev, W = s.model, s.model.device, s.model.worlds
-        if m.contact_count == 0 or m.particle_count == 0:
+        m = s.model
+        if m.contact_count + m.body_contact_count + m.particle_body_count == 0:
             return
-        jac = s.jac
-        data, cs = s._assembly_data, s.contact_settings
-        for dst, src in ((self.old_shape, jac.contact_shape), (self.old_first, jac.contact_first), (self.old_num, jac.contact_num), (self.old_lam_n, s.contact_lam_n_prev), (self.lam_prev, s.lam)):
-            wp.copy(dst, src)
-        old = [self.old_first, self.old_num, self.old_shape]
-        state_in = [s.x_start, s.v_start, s.v, self.lam_prev]
-        pass_args = [data, cs, s.dt, *state_in, self.old_lam_n, *old, self.bvh]
-        outputs = [self.count, jac, s.lam, s.contact_lam_n_prev]
-        wp.launch(kcl.list_contact_candidates, dim=W * m.particle_count, inputs=[*pass_args, 0, self.offset], outputs=outputs, device=dev)
-        wp.launch(kcl.contact_list_offsets, dim=W, inputs=[m.particle_count, m.contact_count, self.count], outputs=[self.offset, self.overflow], device=dev)
-        wp.launch(kcl.clear_contact_slots, dim=W * m.contact_count, inputs=[data, jac], outputs=[s.lam, s.contact_lam_n_prev], device=dev)
-        wp.launch(kcl.list_contact_candidates, dim=W * m.particle_count, inputs=[*pass_args, 1, self.offset], outputs=outputs, device=dev)
+        s.launch(kstep.collide, s.formulation.rows_data, m.body_data, s.data, self.data)
 
     def overflowing_worlds(self) -> dict[int, int]:
         """{world: candidates found} for the worlds whose last list overflowed (a host read; none when unbounded)."""
         if not self.bounded:
             return {}
-        over = self.overflow.numpy()
+        over = self.data.overflow.numpy()
         K = self.s.model.contact_count
         return {int(w): int(over[w]) + K for w in np.nonzero(over)[0]}
 
     def carried_arrays(self) -> dict:
-        jac = self.s.jac
+        jac = self.s.data.jac
         return dict(contact_particle=jac.contact_particle, contact_shape=jac.contact_shape, contact_first=jac.contact_first, contact_num=jac.contact_num)
-
-    def restore_dense(self) -> None:
-        """The list as the dense layout of earlier versions (slot p·shapes + s for pair (p, s)), for a checkpoint saved
-        before the compact list; only where the capacity holds every pair."""
-        m, W = self.s.model, self.s.model.worlds
-        n, S = m.particle_count, m.shape_count
-        if m.contact_count != n * S:
-            raise ValueError(
-                f"this solver state was saved with one contact slot per particle and shape ({n * S}); the model has "
-                f"{m.contact_count}: build it with ModelBuilder.finalize(contact_capacity={n * S}) to resume from it"
-            )
-        jac = self.s.jac
-        slots = np.arange(n * S)
-        jac.contact_particle.assign(np.tile(slots // max(S, 1), W).astype(np.int32))
-        jac.contact_shape.assign(np.tile(slots % max(S, 1), W).astype(np.int32))
-        jac.contact_first.assign(np.tile(np.arange(n) * S, W).astype(np.int32))
-        jac.contact_num.assign(np.full(W * n, S, dtype=np.int32))
 
     def dense_impulses(self) -> np.ndarray:
         """The contact rows' multipliers as (worlds, particles, shapes, 3) [N s] (rows t1, t2, n; zero where no slot)."""
-        m, s = self.s.model, self.s
+        m, s = self.s.model, self.s.data
         W, K = m.worlds, m.contact_count
         out = np.zeros((W, m.particle_count, m.shape_count, 3), dtype=np.float32)
-        lam = s.lam.numpy().reshape(W, m.row_count)[:, m.contact_row_start : m.contact_row_end].reshape(W, K, 3)
+        lam = m.rows.slice(s.lam.numpy().reshape(W, m.row_count), "contact")
         p = s.jac.contact_particle.numpy().reshape(W, K)
         sh = s.jac.contact_shape.numpy().reshape(W, K)
         w, k = np.nonzero(p >= 0)

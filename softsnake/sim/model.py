@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from softsnake.kernels.data import BodyData, ModelData
+from softsnake.kernels.data import BodyData, ModelData, RowLayout, vec8i
+
+from .rows import ROW_FAMILIES, RowTable
 
 
 def quiet_warp() -> None:
@@ -24,6 +26,19 @@ def resolve_device(device) -> wp.context.Device:
     except Exception as exc:  # warp raises RuntimeError/ValueError depending on the case
         available = ", ".join(d.alias for d in wp.get_devices())
         raise ValueError(f"unknown or unavailable device {name!r} (available: {available})") from exc
+
+
+def row_layout(table: RowTable) -> RowLayout:
+    """The kernels' copy of the row-family table (kernels/data.py, RowLayout)."""
+    layout = RowLayout()
+    starts = [f.offset for f in table] + [table.row_count]
+    elements = [f.element_offset for f in table] + [table.element_count]
+    per = [f.rows_per_element for f in table] + [0]
+    assert len(starts) == len(ROW_FAMILIES) + 1 == 8
+    layout.row_start = vec8i(*starts)
+    layout.element_start = vec8i(*elements)
+    layout.rows_per_element = vec8i(*per)
+    return layout
 
 
 class State:
@@ -100,13 +115,20 @@ class Model:
         self.particle_target_shapes = [k for k, s in enumerate(b.body_shapes) if s.get("particle_contact", True)]
         self.target_count = self.shape_count + len(self.target_body_shapes)
         self.body_contact_count = self.feature_count * self.target_count
-        self.contact_row_start = self.distance_count + 6 * self.tet_count
-        self.contact_row_end = self.contact_row_start + 3 * self.contact_count
-        self.body_contact_row_start = self.contact_row_end + 3 * self.attachment_count + 6 * self.joint_count
-        self.particle_body_row_start = self.body_contact_row_start + 3 * self.body_contact_count
         self.particle_body_count = n * len(self.particle_target_shapes)
-        self.row_count = self.particle_body_row_start + 3 * self.particle_body_count
-        self.particle_body_element_start = self.element_count + self.attachment_count + self.joint_count + self.body_contact_count
+        #: the row-family table: where each family's rows and elements begin in a world (softsnake/sim/rows.py)
+        self.rows = RowTable(
+            dict(
+                distance=self.distance_count,
+                tet=self.tet_count,
+                contact=self.contact_count,
+                attachment=self.attachment_count,
+                joint=self.joint_count,
+                body_contact=self.body_contact_count,
+                particle_body=self.particle_body_count,
+            )
+        )
+        self.row_count = self.rows.row_count
 
         mass = np.asarray(b.particle_mass, dtype=np.float64)
         fixed = np.asarray(b.particle_fixed, dtype=bool)
@@ -135,9 +157,8 @@ class Model:
         d.row_count = self.row_count
         d.element_count = self.element_count
         d.attachment_count = self.attachment_count
-        d.particle_body_element_start = self.particle_body_element_start
-        d.particle_body_row_start = self.particle_body_row_start
         d.particle_body_count = self.particle_body_count
+        d.layout = row_layout(self.rows)
         d.particle_inv_mass = arr(inv_mass, float)
         d.particle_radius = arr(b.particle_radius, float)
         (start, codes), (tet_start, tet_codes) = self._incidence(b, n)
@@ -235,9 +256,9 @@ class Model:
         bd.feature_axis = arr(np.reshape([f[3] for f in F], (-1, 3)), wp.vec3, (3,))
         bd.feature_radius = arr([f[4] for f in F], float)
         bd.feature_kind = arr([f[5] for f in F], int)
-        # body incidence (code = 4·element + role), elements numbered after the particle families
-        first_att = self.element_count
-        first_joint = first_att + self.attachment_count
+        # body incidence (code = 4·element + role), elements numbered by the row-family table
+        first_att = self.rows["attachment"].element_offset
+        first_joint = self.rows["joint"].element_offset
         bodies, codes = [], []
         for k, a in enumerate(att):
             bodies.append(a[1])
@@ -248,7 +269,7 @@ class Model:
                 codes.append(4 * (first_joint + j) + 1)
             bodies.append(jt["child"])
             codes.append(4 * (first_joint + j) + 2)
-        first_contact = first_joint + self.joint_count
+        first_contact = self.rows["body_contact"].element_offset
         for fi, feat in enumerate(self.features):
             for t in range(self.target_count):
                 slot = fi * self.target_count + t
@@ -262,7 +283,7 @@ class Model:
                     codes.append(4 * (first_contact + slot) + 1)
         for slot in range(self.particle_body_count):
             bodies.append(S[self.particle_target_shapes[slot % len(self.particle_target_shapes)]]["body"])
-            codes.append(4 * (self.particle_body_element_start + slot) + 1)
+            codes.append(4 * (self.rows["particle_body"].element_offset + slot) + 1)
         start, order = self._csr(np.asarray(bodies, dtype=np.int64), np.asarray(codes, dtype=np.int64), self.body_count)
         bd.body_incidence_start = arr(start, int)
         bd.body_incidence = arr(np.asarray(codes, dtype=np.int64)[order], int)
@@ -289,15 +310,23 @@ class Model:
         tet_start, tet_order = self._csr(tets.ravel(), tet_codes.ravel(), n)
         # contact slots are not listed: the step's compact list gives each particle its run of slots
         particles.append(np.asarray([a[0] for a in b.attachments], dtype=np.int64))  # attachments follow the particle families
-        codes.append(4 * (self.element_count + np.arange(len(b.attachments))))
+        codes.append(4 * (self.rows["attachment"].element_offset + np.arange(len(b.attachments))))
         pb = np.arange(self.particle_body_count)  # particle p against its k-th body-shape target: slot p·targets + k
         particles.append(pb // max(len(self.particle_target_shapes), 1))
-        codes.append(4 * (self.particle_body_element_start + pb))
+        codes.append(4 * (self.rows["particle_body"].element_offset + pb))
         particles, codes = np.concatenate(particles), np.concatenate(codes)
         start, order = self._csr(particles, codes, n)
         return (start, codes[order]), (tet_start, tet_codes.ravel()[tet_order])
 
     # ---------------------------------------------------------------- factories
+    def particle_rest_positions(self) -> np.ndarray:
+        """(particles, 3) built positions of one world [m] (host copy)."""
+        return self._q0[: self.particle_count].copy()
+
+    def body_rest_poses(self) -> np.ndarray:
+        """(worlds, bodies, 7) built body poses (position, quaternion x, y, z, w) of every world (host copy)."""
+        return self._body_q0.reshape(self.worlds, self.body_count, 7).copy()
+
     def state(self) -> State:
         """New State at the built initial positions and velocities."""
         return State(

@@ -1,0 +1,186 @@
+"""Every GPU measurement of the fused step in one run (under 8 minutes on one H100/H200), written to one JSON file.
+
+Sections, each written to the file as soon as it is done (a run cut short keeps what it measured):
+  launches   launches per solver step, counted eagerly on the GPU (slab, full snake; the graph's node count)
+  snake      Table II: ms per frame (2 steps of 1/120 s) for ¼, 1, 4, 10 snakes and snake-steps/s at 1024 snakes,
+             the default step (one captured graph per step), with the paper's figures beside them
+  slab       the engine slab (4,500 tets): ms per step and world-steps/s at 1, 8, 64, 256, 1024 worlds
+  blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world
+  profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing)
+  agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread)
+  tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels
+
+On the GPU machine (no network there; benchmarks/gpu_prepare.sh made the wheels and the precompiled kernel cache
+here, carried as .gpu/):
+
+    bash benchmarks/gpu_prepare.sh --install && \\
+    python3 -P benchmarks/gpu_check.py --out $OUT/gpu_check.json --commit <hash>
+
+``--sections`` picks a subset (comma-separated), ``--quick`` shortens every timing (for a first try of the script).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+SECTIONS = ("launches", "snake", "slab", "blocks", "profile", "agreement", "tests")
+TEST_FILES = ("tests/test_launches.py", "tests/test_batch.py", "tests/test_recorded_step.py", "tests/test_rigid.py", "tests/test_primal.py", "tests/test_contact_list.py")
+
+
+def write(path: Path, record: dict) -> None:
+    tmp = path.with_suffix(path.suffix + ".partial")
+    tmp.write_text(json.dumps(record, indent=1, default=float))
+    os.replace(tmp, path)
+
+
+def section_launches(device: str, quick: bool) -> dict:
+    import softsnake as ss
+    from softsnake.robots.snake import SnakeConfig
+    from softsnake.robots.snake_sim import SnakeSim
+    from softsnake.scenes import soft_slab_on_ground
+    from softsnake.sim.launches import launches_per_step
+
+    model = soft_slab_on_ground().finalize(device=device)
+    slab = launches_per_step(ss.Solver(model), model.state())
+    sim = SnakeSim(worlds=1, device=device, config=SnakeConfig())
+    snake = launches_per_step(sim.solver, sim.state, sim.control)
+    return dict(slab=slab, snake=snake)
+
+
+def section_snake(device: str, quick: bool) -> dict:
+    from softsnake.experiments.bench import bench_snakes
+
+    rows = []
+    for snakes, frames in ((0.25, 60), (1, 120), (4, 60), (10, 40), (1024, 6)):
+        r = bench_snakes(snakes, 10 if quick else frames, device=device)
+        rows.append({k: r[k] for k in ("snakes", "ms_total", "ms_per_snake", "snake_steps_per_s", "real_time_factor", "launches_per_step", "peak_memory_mb", "paper_ms_total")})
+        print(f"  snakes {snakes:g}: {r['ms_total']:.2f} ms/frame, {r['ms_total'] / 2:.3f} ms/step", flush=True)
+    return dict(rows=rows)
+
+
+def section_slab(device: str, quick: bool) -> dict:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_engine import bench
+
+    rows = []
+    for worlds in (1, 8, 64, 256, 1024):
+        r = bench(device, worlds, 20 if quick else 100, 4, 20, 1.0 / 120.0)
+        rows.append({k: r[k] for k in ("worlds", "ms_per_step", "world_steps_per_s", "real_time_factor")})
+        print(f"  slab × {worlds}: {r['ms_per_step']:.3f} ms/step", flush=True)
+    return dict(rows=rows)
+
+
+def section_blocks(device: str, quick: bool) -> dict:
+    from softsnake.experiments.bench import bench_snakes
+    from softsnake.robots.snake import SnakeConfig
+
+    out = {}
+    for lanes in (64, 128, 256):
+        cfg = SnakeConfig()
+        cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=lanes))
+        r = bench_snakes(1, 20 if quick else 120, device=device, config=cfg)
+        out[str(lanes)] = r["ms_total"]
+        print(f"  block_dim {lanes}: {r['ms_total']:.2f} ms/frame", flush=True)
+    return out
+
+
+def section_profile(device: str, quick: bool) -> dict:
+    import warp as wp
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from profile_step import device_kernel_times, make_scene
+
+    advance, substeps, title, _ = make_scene("snake", device, graph_capture=False)
+    for _ in range(3):
+        advance()
+    frames = 3 if quick else 10
+    times = device_kernel_times(advance, frames, wp.get_device(device))
+    n = frames * substeps
+    return dict(scene=title, stages={k: dict(gpu_ms_per_step=t / n, launches_per_step=c / n) for k, (t, c) in times.items()})
+
+
+def section_agreement(device: str, quick: bool) -> dict:
+    here = Path(__file__).parent
+    seconds = "0.5" if quick else "2"
+    out = {}
+    with_tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+    for name, args in (("gpu", ["--device", device]), ("cpu", ["--device", "cpu"]), ("cpu_ulp", ["--device", "cpu", "--youngs-scale", "1.000001"])):
+        path = with_tmp / f"agreement_{name}.npz"
+        subprocess.run([sys.executable, "-P", str(here / "device_agreement.py"), "run", *args, "--seconds", seconds, "--out", str(path)], check=True)
+        with np.load(path) as f:
+            out[name] = f["com"][:, 0].copy()
+    gap = lambda a, b: float(np.linalg.norm(out[a][-1] - out[b][-1]))  # noqa: E731
+    forward = lambda a: float(out[a][-1, 0] - out[a][0, 0])  # noqa: E731
+    return dict(seconds=float(seconds), forward_mm={k: 1e3 * forward(k) for k in out}, gpu_cpu_gap_mm=1e3 * gap("gpu", "cpu"), cpu_roundoff_gap_mm=1e3 * gap("cpu", "cpu_ulp"))
+
+
+def section_tests(device: str, quick: bool) -> dict:
+    env = dict(os.environ, SOFTSNAKE_TEST_DEVICE=device)
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-P", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *TEST_FILES], env=env, capture_output=True, text=True)
+    tail = (r.stdout + r.stderr).strip().splitlines()[-15:]
+    return dict(returncode=r.returncode, seconds=time.perf_counter() - t0, tail=tail)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="JSON file to write")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--commit", default="", help="the commit measured (the device machine has no git history)")
+    ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
+    ap.add_argument("--quick", action="store_true", help="short timings, to try the script")
+    args = ap.parse_args()
+    wanted = [s.strip() for s in args.sections.split(",") if s.strip()]
+    unknown = sorted(set(wanted) - set(SECTIONS))
+    if unknown:
+        ap.error(f"unknown sections {unknown}; choose from {SECTIONS}")
+    import warp as wp
+
+    from softsnake.sim.model import quiet_warp
+
+    quiet_warp()
+    wp.init()
+    dev = wp.get_device(args.device)
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = dict(
+        meta=dict(
+            date=datetime.datetime.now().isoformat(timespec="seconds"),
+            commit=args.commit,
+            device=dev.name,
+            warp=wp.__version__,
+            host=platform.platform(),
+            python=platform.python_version(),
+            quick=args.quick,
+        ),
+        seconds={},
+    )
+    write(path, record)
+    functions = {name: globals()[f"section_{name}"] for name in SECTIONS}
+    for name in wanted:
+        print(f"{name} …", flush=True)
+        t0 = time.perf_counter()
+        try:
+            record[name] = functions[name](args.device, args.quick)
+        except Exception as exc:  # noqa: BLE001 - a failed section is recorded and the others still run
+            record[name] = dict(error=f"{type(exc).__name__}: {exc}")
+            print(f"  failed: {exc}", flush=True)
+        record["seconds"][name] = time.perf_counter() - t0
+        write(path, record)
+    print(json.dumps({k: v for k, v in record.items() if k != "profile"}, indent=1, default=float))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# On a GPU machine without network: install what benchmarks/gpu_prepare.sh carried (.gpu/b here, .gpu/a copied to
+# /tmp/gpu by the previous call), then run every GPU measurement (benchmarks/gpu_check.py) into $OUT/gpu_check.json.
+# Arguments are passed on to gpu_check.py (--commit <hash>, --sections …, --quick).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+site=/tmp/gpu/site
+if [[ ! -d "$site" ]]; then
+    cat /tmp/gpu/a/payload.part.* .gpu/b/payload.part.* | xz -d | tar -C /tmp/gpu -xf -
+    python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" /tmp/gpu/wheels/*.whl
+    python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target "$site" .
+fi
+export PYTHONPATH="$site" WARP_CACHE_PATH=/tmp/gpu/warpcache PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+python3 -P benchmarks/gpu_check.py --out "${OUT:-.}/gpu_check.json" "$@"

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Prepare, on this machine, what a GPU machine without network needs to run benchmarks/gpu_check.sh: the Python
+# wheels the image lacks (Warp at this environment's version, meshio, tetgen, shapely, usd-core; for Python 3.12,
+# x86-64) and Warp's kernel cache with every softsnake module precompiled for the GPU's architecture (sm_90: H100,
+# H200). Everything lands in .gpu/ (git-ignored), split in two parts of < 64 MiB each, one per device call:
+#
+#   bash benchmarks/gpu_prepare.sh [--arch 90]
+#   device run 1: carry [".gpu/a"],          command: mkdir -p /tmp/gpu && cp -r .gpu/a /tmp/gpu/
+#   device run 2: carry [".gpu/b"] (within the machine's warm time), command:
+#                 bash benchmarks/gpu_check.sh --commit <hash>        (writes $OUT/gpu_check.json)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+arch=90
+[[ "${1:-}" == "--arch" ]] && arch="$2"
+python=${PYTHON:-python3}
+warp_version=$($python -c "import warp; print(warp.__version__)")
+rm -rf .gpu && mkdir -p .gpu/wheels .gpu/a .gpu/b
+platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
+$python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp "${platforms[@]}" -d .gpu/wheels \
+    "warp-lang==$warp_version" meshio tetgen shapely usd-core
+# the kernels, compiled here for the GPU (Warp's NVRTC needs no driver)
+WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --block-dim 64 --block-dim 128
+# Warp's wheel is larger than one call carries: compressed and cut in two
+tar -C .gpu -cf - wheels warpcache | xz -T0 -6 > .gpu/payload.tar.xz
+split -b 60m -d .gpu/payload.tar.xz .gpu/payload.part.
+mv .gpu/payload.part.00 .gpu/a/
+mv .gpu/payload.part.0* .gpu/b/ 2>/dev/null || true
+rm -rf .gpu/payload.tar.xz .gpu/wheels .gpu/warpcache
+du -sh .gpu/a .gpu/b

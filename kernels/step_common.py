@@ -1,0 +1,151 @@
+"""The stages of a step that both formulations share, one block per world (kernels/block.py): predict, collide,
+linearise and finalise. The solver launches them in pipeline order (softsnake/sim/solver.py, ``Solver.step``).
+"""
+
+import warp as wp
+
+from .block import block_sync
+from .contact_list import ShapeBvh, clear_contact_slot, contact_list_offsets, list_contact_candidates
+from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
+from .integrate import finalize_particle, predict_particle, start_multiplier
+from .rigid import finalize_body, predict_body
+from .world_rows import contacts_world, linearise_world_rows
+
+# forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
+wp.set_module_options({"enable_backward": False})
+
+
+@wp.struct
+class ContactListData:
+    """The collision stage's buffers (softsnake/sim/contact_list.py): the previous list (to carry multipliers of the
+    pairs that stay), per-particle candidate counts and first slots, the per-world overflow count and the shape BVH."""
+
+    old_shape: wp.array(dtype=int)
+    old_first: wp.array(dtype=int)
+    old_num: wp.array(dtype=int)
+    old_lam_n: wp.array(dtype=float)
+    lam_prev: wp.array(dtype=float)
+    count: wp.array(dtype=int)
+    offset: wp.array(dtype=int)
+    overflow: wp.array(dtype=int)
+    bvh: ShapeBvh
+
+
+@wp.func
+def is_contact_row(m: ModelData, r: int) -> bool:
+    """Row r of a world belongs to a contact family (particle–shape contacts, or the body contact families)."""
+    return (r >= m.layout.row_start[CONTACT] and r < m.layout.row_start[CONTACT + 1]) or r >= m.layout.row_start[BODY_CONTACT]
+
+
+@wp.kernel
+def predict(m: ModelData, b: BodyData, s: StepData):
+    """x⁻, v⁻ and the prediction ṽ of every particle and body; the world's diagnostics and scratch merit zeroed; the
+    carried multipliers scaled into start values."""
+    w, lane = wp.tid()
+    lanes = wp.block_dim()
+    n = m.particle_count
+    for i in range(lane, n, lanes):
+        predict_particle(w * n + i, n, m.particle_inv_mass, s.gravity, s.h, s.particle_q, s.particle_qd, s.particle_f, s.x_start, s.v_start, s.v)
+    n = b.body_count
+    for i in range(lane, n, lanes):
+        predict_body(w * n + i, b, s.gravity, s.h, s.body_q, s.body_qd, s.body_f, s.body_x_start, s.body_v_start, s.body_v, s.body_momentum)
+    W = s.worlds
+    N = s.newton_iterations
+    L = s.linear_iterations
+    if lane == 0:
+        s.scratch_residual[w] = 0.0
+    for k in range(lane, N + 1, lanes):
+        s.residual_sq[k * W + w] = 0.0
+        s.line_searches[k * W + w] = 0
+    for k in range(lane, N * (L + 1), lanes):
+        s.linear_rr[k * W + w] = 0.0
+    for k in range(lane, N, lanes):
+        s.linear_iters[k * W + w] = 0
+        s.active_contacts[k * W + w] = 0
+    R = m.row_count
+    for r in range(lane, R, lanes):
+        start_multiplier(s.lam, w * R + r, is_contact_row(m, r), s.warm_start, s.contact_warm_start)
+    block_sync()
+
+
+@wp.func
+def contact_list_offsets_block(w: int, lane: int, n: int, capacity: int, count: wp.array(dtype=int), offset: wp.array(dtype=int), overflow: wp.array(dtype=int)):
+    """The running sum of contact_list_offsets, shared by the lanes: each lane sums a contiguous run of particles,
+    an exclusive scan over the lanes gives each run's start (the same offsets as a serial sum)."""
+    lanes = wp.block_dim()
+    if lanes == 1:
+        contact_list_offsets(w, n, capacity, count, offset, overflow)
+    else:
+        chunk = (n + lanes - 1) // lanes
+        begin = wp.min(lane * chunk, n)
+        end = wp.min(begin + chunk, n)
+        local = int(0)
+        for p in range(begin, end):
+            local += count[w * n + p]
+        runs = wp.tile(local)
+        start = wp.untile(wp.tile_scan_exclusive(runs))
+        total = wp.tile_sum(runs)[0]
+        for p in range(begin, end):
+            offset[w * n + p] = start
+            start += count[w * n + p]
+        if lane == 0:
+            overflow[w] = wp.max(total - capacity, 0)
+
+
+@wp.kernel
+def collide(m: ModelData, b: BodyData, s: StepData, c: ContactListData):
+    """The step's contacts. The particle–shape list (kernels/contact_list.py): the previous list is kept, the
+    candidates are counted per particle, given consecutive slots per world, and written with the multipliers they
+    carried; then every contact's frame at the linearisation point, and the candidates of the rigid-body contact
+    slots (world_rows.contacts_world)."""
+    w, lane = wp.tid()
+    lanes = wp.block_dim()
+    n = m.particle_count
+    K = m.contact_count
+    R = m.row_count
+    for k in range(lane, K, lanes):
+        c.old_shape[w * K + k] = s.jac.contact_shape[w * K + k]
+        c.old_lam_n[w * K + k] = s.contact_lam_n_prev[w * K + k]
+    for p in range(lane, n, lanes):
+        c.old_first[w * n + p] = s.jac.contact_first[w * n + p]
+        c.old_num[w * n + p] = s.jac.contact_num[w * n + p]
+    for r in range(lane, R, lanes):
+        c.lam_prev[w * R + r] = s.lam[w * R + r]
+    block_sync()
+    for p in range(lane, n, lanes):
+        list_contact_candidates(
+            w * n + p, m, s.contact, s.h, s.x_start, s.v_start, s.v, c.lam_prev, c.old_lam_n, c.old_first, c.old_num,
+            c.old_shape, c.bvh, 0, c.offset, c.count, s.jac, s.lam, s.contact_lam_n_prev,
+        )
+    block_sync()
+    contact_list_offsets_block(w, lane, n, K, c.count, c.offset, c.overflow)
+    block_sync()
+    for k in range(lane, K, lanes):
+        clear_contact_slot(w * K + k, m, s.jac, s.lam, s.contact_lam_n_prev)
+    block_sync()
+    for p in range(lane, n, lanes):
+        list_contact_candidates(
+            w * n + p, m, s.contact, s.h, s.x_start, s.v_start, s.v, c.lam_prev, c.old_lam_n, c.old_first, c.old_num,
+            c.old_shape, c.bvh, 1, c.offset, c.count, s.jac, s.lam, s.contact_lam_n_prev,
+        )
+    block_sync()
+    contacts_world(w, lane, m, b, s)
+
+
+@wp.kernel
+def linearise(m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData):
+    """The bilateral and elastic rows' Jacobians of the step (world_rows.linearise_world_rows)."""
+    w, lane = wp.tid()
+    linearise_world_rows(w, lane, m_rows, m_attach, b, s)
+
+
+@wp.kernel
+def finalize(m: ModelData, b: BodyData, s: StepData):
+    """x⁺ = x⁻ + h v⁺ (bodies: pose from the velocity) into the call's State; non-finite or runaway worlds flagged."""
+    w, lane = wp.tid()
+    n = m.particle_count
+    for i in range(lane, n, wp.block_dim()):
+        finalize_particle(w * n + i, n, s.h, s.max_speed, s.x_start, s.v, s.particle_q, s.particle_qd, s.nonfinite)
+    n = b.body_count
+    for i in range(lane, n, wp.block_dim()):
+        finalize_body(w * n + i, n, s.h, s.max_speed, s.body_x_start, s.body_v, s.body_q, s.body_qd, s.nonfinite)
