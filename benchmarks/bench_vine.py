@@ -1,4 +1,4 @@
-"""Vine batch timing (issue 10, acceptance 6): ms per step vs batch size and maximum link count.
+"""Vine batch timing: ms per step vs batch size and maximum link count.
 
 chen preset (fixed array sizes: every one of the ``links`` links is simulated from the start), random launch angles,
 the rectangles_1 scene of the Julia reference. The step includes the growth schedule, the explicit bending torques and
@@ -24,13 +24,15 @@ from softsnake.io.vine_data import read_rects
 from softsnake.robots.vine import VineConfig
 from softsnake.robots.vine_sim import VineSim
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "vine" / "julia_rollouts" / "rectangles_1.rects"
+DATA = Path(__file__).resolve().parents[1] / "assets" / "vine" / "julia_rollouts" / "rectangles_1.rects"
 
 
 def time_case(batch: int, links: int, steps: int, device: str, rects) -> dict:
     cfg = VineConfig.preset_config("chen", links=links)
     rng = np.random.default_rng(0)
-    sim = VineSim(cfg, rects=rects, worlds=batch, headings=rng.uniform(np.radians(-80), np.radians(-20), batch), device=device)
+    sim = VineSim(
+        cfg, rects=rects, worlds=batch, headings=rng.uniform(np.radians(-80), np.radians(-20), batch), device=device
+    )
     sim.step()  # warm-up (kernel loading)
     import warp as wp
 
@@ -43,7 +45,14 @@ def time_case(batch: int, links: int, steps: int, device: str, rects) -> dict:
     q = sim.poses()
     if not np.all(np.isfinite(q)):
         raise RuntimeError(f"non-finite state at batch {batch}, links {links}: not publishing")
-    return dict(batch=batch, links=links, bodies_per_vine=2 * links, ms_per_step=1000 * dt, ms_per_vine_step=1000 * dt / batch, steps=steps)
+    return dict(
+        batch=batch,
+        links=links,
+        bodies_per_vine=2 * links,
+        ms_per_step=1000 * dt,
+        ms_per_vine_step=1000 * dt / batch,
+        steps=steps,
+    )
 
 
 def main(argv=None) -> int:
@@ -64,7 +73,9 @@ def main(argv=None) -> int:
             r = time_case(B, L, a.steps, a.device, rects)
             rows.append(r)
             print(json.dumps(r), flush=True)
-    meta = dict(device=a.device, machine=platform.processor() or platform.machine(), date=time.strftime("%Y-%m-%d"), rows=rows)
+    meta = dict(
+        device=a.device, machine=platform.processor() or platform.machine(), date=time.strftime("%Y-%m-%d"), rows=rows
+    )
     if a.out:
         Path(a.out).write_text(json.dumps(meta, indent=1))
     print("\n| max links | " + " | ".join(f"batch {B}" for B in batches) + " |")

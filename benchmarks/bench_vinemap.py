@@ -1,5 +1,5 @@
 """Table 1 of Fuentes et al. 2025 (final mapping scores after N deployments) and the mapping-loop timing, and the
-accuracy of the Section 2.4 stream inversion (issue 5, acceptance criterion 2).
+accuracy of the Section 2.4 stream inversion.
 
 Runs the Monte Carlo mapping loop and the Ideal / Random baselines on seeded uniform and non-uniform environments
 with the straight (100) and turning (570) action spaces, then writes a markdown table and a CSV:
@@ -49,9 +49,20 @@ def run_one(kind: str, turns: bool, seed: int, deployments: int, mc_envs: int, r
     acts = action_space(env, turns)
     t0 = time.perf_counter()
     res = explore(env, acts, deployments=deployments, mc_envs=mc_envs, random_repeats=repeats, seed=seed)
-    return dict(kind=kind, turns=turns, seed=seed, mc=res.mc[-1], ideal=res.ideal[-1], random=res.random_mean[-1],
-                random_std=res.random_std[-1], loop_s=float(np.mean(res.loop_seconds)), wall_s=time.perf_counter() - t0,
-                mc_curve=res.mc.tolist(), ideal_curve=res.ideal.tolist(), random_curve=res.random_mean.tolist())
+    return dict(
+        kind=kind,
+        turns=turns,
+        seed=seed,
+        mc=res.mc[-1],
+        ideal=res.ideal[-1],
+        random=res.random_mean[-1],
+        random_std=res.random_std[-1],
+        loop_s=float(np.mean(res.loop_seconds)),
+        wall_s=time.perf_counter() - t0,
+        mc_curve=res.mc.tolist(),
+        ideal_curve=res.ideal.tolist(),
+        random_curve=res.random_mean.tolist(),
+    )
 
 
 def time_loop(seed: int = 0, repeats: int = 3) -> float:
@@ -61,6 +72,7 @@ def time_loop(seed: int = 0, repeats: int = 3) -> float:
     acts = action_space(env, True)
     _, H, M = simulate_actions(env, acts[:3], grid)
     from softsnake.vinemap.grid import belief
+
     bel = belief(H.any(0), M.any(0))
     rng = np.random.default_rng(seed)
     times = []
@@ -75,7 +87,6 @@ def time_loop(seed: int = 0, repeats: int = 3) -> float:
 
 def inversion_job(kind: str, seed: int, n_angles: int, events: bool, angle_noise: float, length_noise: float):
     """Round trips of every action of one environment: (errors of all walls [m], wrong wall counts, deployments)."""
-    import math
 
     from softsnake.vinemap.sensing import round_trip, round_trip_actions
 
@@ -102,8 +113,10 @@ def run_inversion(args) -> int:
 
     os.makedirs(args.out, exist_ok=True)
     kinds = args.kinds.split(",")
-    rows = [("noise-free, event samples", True, 0.0, 0.0, args.envs, args.angles),
-            ("noise-free, uniform 1 mm sampling only", False, 0.0, 0.0, args.envs, args.angles)]
+    rows = [
+        ("noise-free, event samples", True, 0.0, 0.0, args.envs, args.angles),
+        ("noise-free, uniform 1 mm sampling only", False, 0.0, 0.0, args.envs, args.angles),
+    ]
     for deg in (0.5, 1.0, 2.0):
         rows.append((f"angle {deg:g} deg", True, math.radians(deg), 0.0, args.noise_envs, args.noise_angles))
     for mm in (1.0, 5.0):
@@ -122,24 +135,42 @@ def run_inversion(args) -> int:
                 n += m
                 fl += q
             e = np.asarray(errs)
-            out.append(dict(row=name, envs=ne, angles=na, deployments=n, friction_locked=fl, walls=len(e), wrong=wrong,
-                            median_mm=1000 * np.median(e), p95_mm=1000 * np.percentile(e, 95), max_mm=1000 * e.max(),
-                            within_1cm=100 * np.mean(e < 0.01)))
+            out.append(
+                dict(
+                    row=name,
+                    envs=ne,
+                    angles=na,
+                    deployments=n,
+                    friction_locked=fl,
+                    walls=len(e),
+                    wrong=wrong,
+                    median_mm=1000 * np.median(e),
+                    p95_mm=1000 * np.percentile(e, 95),
+                    max_mm=1000 * e.max(),
+                    within_1cm=100 * np.mean(e < 0.01),
+                )
+            )
             print(out[-1], flush=True)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(out[0]))
     w.writeheader()
     w.writerows(out)
     write_atomic(os.path.join(args.out, "inversion.csv"), buf.getvalue())
-    lines = [f"# Stream inversion accuracy (seeds {args.seed0}.., {', '.join(kinds)}; "
-             f"{time.perf_counter() - t0:.0f} s with {args.workers} workers)", "",
-             "| streams | envs x angles | deployments (friction-locked) | walls | median | 95th pct | max | "
-             "walls within 1 cm | wrong wall count |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Stream inversion accuracy (seeds {args.seed0}.., {', '.join(kinds)}; "
+        f"{time.perf_counter() - t0:.0f} s with {args.workers} workers)",
+        "",
+        "| streams | envs x angles | deployments (friction-locked) | walls | median | 95th pct | max | "
+        "walls within 1 cm | wrong wall count |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in out:
-        lines.append(f"| {r['row']} | {2 * r['envs'] if len(kinds) == 2 else r['envs']} x {r['angles']} | "
-                     f"{r['deployments']} ({r['friction_locked']}) | {r['walls']} | {r['median_mm']:.3g} mm | "
-                     f"{r['p95_mm']:.3g} mm | {r['max_mm']:.3g} mm | {r['within_1cm']:.2f} % | "
-                     f"{r['wrong']} / {r['deployments']} |")
+        lines.append(
+            f"| {r['row']} | {2 * r['envs'] if len(kinds) == 2 else r['envs']} x {r['angles']} | "
+            f"{r['deployments']} ({r['friction_locked']}) | {r['walls']} | {r['median_mm']:.3g} mm | "
+            f"{r['p95_mm']:.3g} mm | {r['max_mm']:.3g} mm | {r['within_1cm']:.2f} % | "
+            f"{r['wrong']} / {r['deployments']} |"
+        )
     md = "\n".join(lines) + "\n"
     write_atomic(os.path.join(args.out, "inversion.md"), md)
     print(md)
@@ -169,8 +200,12 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     loop_s = time_loop()
     print(f"one mapping loop (570 actions x 5 MC environments): {loop_s:.2f} s", flush=True)
-    jobs = [(k, s == "turning", args.seed0 + i) for k in args.kinds.split(",") for s in args.spaces.split(",")
-            for i in range(args.envs)]
+    jobs = [
+        (k, s == "turning", args.seed0 + i)
+        for k in args.kinds.split(",")
+        for s in args.spaces.split(",")
+        for i in range(args.envs)
+    ]
     rows = []
     with ProcessPoolExecutor(max_workers=args.workers) as ex:
         futs = [ex.submit(run_one, k, t, s, args.deployments, args.mc_envs, args.random_repeats) for k, t, s in jobs]
@@ -181,15 +216,30 @@ def main(argv=None) -> int:
     w = csv.writer(buf)
     w.writerow(["kind", "action_space", "seed", "mc", "ideal", "random_mean", "random_std", "mc_loop_s", "run_s"])
     for r in rows:
-        w.writerow([r["kind"], "turning" if r["turns"] else "straight", r["seed"], f"{r['mc']:.3f}", f"{r['ideal']:.3f}",
-                    f"{r['random']:.3f}", f"{r['random_std']:.3f}", f"{r['loop_s']:.3f}", f"{r['wall_s']:.1f}"])
+        w.writerow(
+            [
+                r["kind"],
+                "turning" if r["turns"] else "straight",
+                r["seed"],
+                f"{r['mc']:.3f}",
+                f"{r['ideal']:.3f}",
+                f"{r['random']:.3f}",
+                f"{r['random_std']:.3f}",
+                f"{r['loop_s']:.3f}",
+                f"{r['wall_s']:.1f}",
+            ]
+        )
     write_atomic(os.path.join(args.out, "runs.csv"), buf.getvalue())
 
     cols = [(k, t) for k in args.kinds.split(",") for t in [s == "turning" for s in args.spaces.split(",")]]
     head = " | ".join(f"{k} {'turning' if t else 'straight'}" for k, t in cols)
-    lines = [f"# Table 1 reproduction ({args.envs} environments per type, seeds {args.seed0}..{args.seed0 + args.envs - 1}, "
-             f"{args.deployments} deployments, {args.mc_envs} MC environments per loop, Random x{args.random_repeats})",
-             "", f"| method | {head} |", "|---" * (len(cols) + 1) + "|"]
+    lines = [
+        f"# Table 1 reproduction ({args.envs} environments per type, seeds {args.seed0}..{args.seed0 + args.envs - 1}, "
+        f"{args.deployments} deployments, {args.mc_envs} MC environments per loop, Random x{args.random_repeats})",
+        "",
+        f"| method | {head} |",
+        "|---" * (len(cols) + 1) + "|",
+    ]
     key = {"Ideal": "ideal", "Monte Carlo": "mc", "Random": "random"}
     for name, k in key.items():
         cells = []
@@ -202,7 +252,7 @@ def main(argv=None) -> int:
     for c in cols:
         sel = [r for r in rows if (r["kind"], r["turns"]) == c]
         wins.append(f"{sum(r['mc'] > r['random'] for r in sel)}/{len(sel)}")
-    lines.append(f"| MC > Random (runs) | " + " | ".join(wins) + " |")
+    lines.append("| MC > Random (runs) | " + " | ".join(wins) + " |")
     lines += ["", f"One mapping loop (570 actions x 5 MC environments, one process): {loop_s:.2f} s"]
     md = "\n".join(lines) + "\n"
     write_atomic(os.path.join(args.out, "table1.md"), md)

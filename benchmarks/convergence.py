@@ -3,12 +3,13 @@
 Four scenes (public API only, so the same script runs on an older checkout for a before/after comparison):
 stick incline (3 cm soft cube, slope 0.3, μ = 0.5, 1 s), cantilever (100×10×10 mm, 30×3×3 cubes, E = 5 MPa, 2 s),
 frictional drop (6 cm soft cube from 5 cm with 0.3 m/s sideways, μ = 0.5, 2 s) and the snake link at 8 psi (1.5 s),
-all at h = 1/120 s, 4 Newton × 20 PCR. For each: the residual before every Newton iteration and after the last (median
+all at h = 1/120 s, 4 Newton × 20 linear iterations. For each: the residual before every Newton iteration and after the
+last (median
 over the second half of the run), ms/step, and the scene's error against its reference.
 
-    python benchmarks/convergence.py --label after --out benchmarks/convergence_after.json
-    python benchmarks/convergence.py --label dual --solver fem=dual --out benchmarks/convergence_dual.json
-    python benchmarks/convergence.py --plot benchmarks/convergence_before.json benchmarks/convergence_after.json
+    python benchmarks/convergence.py --label after --out runs/convergence_after.json
+    python benchmarks/convergence.py --label dual --solver fem=dual --out runs/convergence_dual.json
+    python benchmarks/convergence.py --plot runs/convergence_before.json runs/convergence_after.json
 """
 
 from __future__ import annotations
@@ -78,7 +79,9 @@ def _cantilever(ss):
 def scene_drop(ss):
     b = ss.ModelBuilder()
     mesh = ss.box_tet_mesh((0.06, 0.06, 0.06), (3, 3, 3), origin=(-0.03, -0.03, 0.05))
-    b.add_soft_mesh(mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=1e5, poisson_ratio=0.3, vel=(0.3, 0.0, 0.0))
+    b.add_soft_mesh(
+        mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=1e5, poisson_ratio=0.3, vel=(0.3, 0.0, 0.0)
+    )
     b.add_ground_plane(mu=0.5)
     model = b.finalize()
     state = model.state()
@@ -93,11 +96,16 @@ def scene_drop(ss):
 
 def scene_snake_link(ss):
     cfg = ss.SnakeConfig()
-    cfg = dataclasses.replace(cfg, links=1, pneumatics=dataclasses.replace(cfg.pneumatics, latency=False), solver=dataclasses.replace(cfg.solver, **OVERRIDES))
+    cfg = dataclasses.replace(
+        cfg,
+        links=1,
+        pneumatics=dataclasses.replace(cfg.pneumatics, latency=False),
+        solver=dataclasses.replace(cfg.solver, **OVERRIDES),
+    )
     sim = ss.SnakeSim(worlds=1, config=cfg)
     res, wall = [], 0.0
     frames = 90
-    for k in range(frames):
+    for _ in range(frames):
         sim.set_pressure_targets(np.array([[8.0 * min(1.0, sim.time / 0.5)]]))
         t0 = time.perf_counter()
         sim.step()
@@ -107,10 +115,23 @@ def scene_snake_link(ss):
     from softsnake.reference_fem import link_static_curvature
 
     reference = link_static_curvature(cfg, 8.0)  # the 8-psi static curvature of this link model [1/m]
-    return np.asarray(res), 1e3 * wall / (frames * cfg.substeps), dict(error=abs(kappa / reference - 1.0), error_kind=f"|κ(8 psi)/{reference:.3f} − 1| (static solve of the link model)", curvature=kappa)
+    return (
+        np.asarray(res),
+        1e3 * wall / (frames * cfg.substeps),
+        dict(
+            error=abs(kappa / reference - 1.0),
+            error_kind=f"|κ(8 psi)/{reference:.3f} − 1| (static solve of the link model)",
+            curvature=kappa,
+        ),
+    )
 
 
-SCENES = {"stick incline": scene_stick, "cantilever": _cantilever, "frictional drop": scene_drop, "snake link 8 psi": scene_snake_link}
+SCENES = {
+    "stick incline": scene_stick,
+    "cantilever": _cantilever,
+    "frictional drop": scene_drop,
+    "snake link 8 psi": scene_snake_link,
+}
 
 
 def measure(label: str, out: str) -> None:
@@ -129,13 +150,24 @@ def measure(label: str, out: str) -> None:
             res, ms, err = fn(ss)
             late = res[len(res) // 2 :]
             err = {k: (float(v) if not isinstance(v, str) else v) for k, v in err.items()}
-            results[name] = dict(residual=np.median(late, axis=0).tolist(), ms_per_step=float(ms), finite=bool(np.isfinite(res).all()), **err)
+            results[name] = dict(
+                residual=np.median(late, axis=0).tolist(),
+                ms_per_step=float(ms),
+                finite=bool(np.isfinite(res).all()),
+                **err,
+            )
         except Exception as exc:  # a diverged run is a result too
             results[name] = dict(failed=f"{type(exc).__name__}: {str(exc)[:120]}")
         print(label, name, {k: v for k, v in results[name].items()}, flush=True)
-    meta = dict(label=label, date=datetime.date.today().isoformat(), machine=platform.processor() or platform.machine(), python=platform.python_version())
-    with open(out, "w") as f:
-        json.dump(dict(meta=meta, scenes=results), f, indent=1)
+    meta = dict(
+        label=label,
+        date=datetime.date.today().isoformat(),
+        machine=platform.processor() or platform.machine(),
+        python=platform.python_version(),
+    )
+    from softsnake.io.files import write_json_atomic
+
+    write_json_atomic(out, dict(meta=meta, scenes=results), indent=1)
 
 
 def plot(paths: list[str], out: str) -> None:
@@ -164,15 +196,17 @@ def plot(paths: list[str], out: str) -> None:
     axes[1, 0].set_ylabel("median ‖φ‖ [m/s]")
     fig.suptitle("h = 1/120 s, 4 Newton × 20 linear iterations, CPU")
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    from softsnake.io.files import save_figure_atomic
+
+    save_figure_atomic(fig, out, dpi=110)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--label", default="current")
-    ap.add_argument("--out", default="benchmarks/convergence.json")
-    ap.add_argument("--plot", nargs="+", help="JSON files from earlier runs → benchmarks/convergence.png")
-    ap.add_argument("--png", default="benchmarks/convergence.png")
+    ap.add_argument("--out", default="runs/convergence.json")
+    ap.add_argument("--plot", nargs="+", help="JSON files from earlier runs → the --png picture")
+    ap.add_argument("--png", default="runs/convergence.png")
     ap.add_argument("--solver", nargs="*", default=[], help="SolverConfig overrides key=value (e.g. fem=dual)")
     a = ap.parse_args()
     if a.solver:

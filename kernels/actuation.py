@@ -10,10 +10,12 @@ wp.set_module_options({"enable_backward": False})
 
 @wp.kernel
 def chamber_rest_scale(
+    # Model:
     distances_per_world: int,
     chambers_per_world: int,
     youngs_modulus: float,
     distance_chamber: wp.array(dtype=int),
+    # In:
     chamber_pressure: wp.array(dtype=float),
     # Out:
     rest_scale: wp.array(dtype=float),

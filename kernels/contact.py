@@ -1,4 +1,4 @@
-"""Particle–shape signed distance and the Fischer-Burmeister normal row (solver notes §4).
+"""Particle–shape signed distance and the Fischer-Burmeister normal row (docs/formulation.md §4).
 
 Shapes have a pose (position, rotation) and parameters: plane: normal = R·ẑ through the position; box: half extents;
 cylinder and capsule: (radius, half height, —) along their local z axis; sphere: (radius, —, —).
@@ -100,7 +100,7 @@ def tangent_basis(n: wp.vec3, rot: wp.quat) -> wp.mat33:
 def fischer_burmeister_row(a: float, lam: float, r: float, da_min: float, smoothing: float) -> wp.vec3:
     """Linearised φ(a, b) = a + b − √(a²+b²) with a = gap/h [m/s], b = r·λ_n, r the Delassus diagonal.
 
-    Divided by ∂φ/∂a (clamped ≥ da_min) so the Schur matrix stays symmetric (solver notes §4). Returns
+    Divided by ∂φ/∂a (clamped ≥ da_min) so the Schur matrix stays symmetric (docs/formulation.md §4). Returns
     (effective compliance (∂φ/∂b·r)/(∂φ/∂a), right-hand side −φ/(∂φ/∂a) [m/s], residual φ [m/s])."""
     b = r * lam
     rho = wp.sqrt(a * a + b * b + smoothing * smoothing)

@@ -1,4 +1,4 @@
-"""The compact particle–shape contact list (issue 11): a fixed capacity of contact slots per world, filled once per step.
+"""The compact particle–shape contact list: a fixed capacity of contact slots per world, filled once per step.
 
 Each step starts by choosing the candidate pairs (particle p, static shape s): near at the predicted position x⁻ + h·ṽ
 or at the linearisation point x⁻ + h·v⁻ (gap ≤ margin), or still pushing (carried λ_n > 0), for particles with mass.
@@ -123,7 +123,12 @@ def shape_box_meets(m: ModelData, s: int, low: wp.vec3, high: wp.vec3) -> bool:
 
 
 @wp.kernel
-def shape_bounds(m: ModelData, bound: wp.array(dtype=float)):
+def shape_bounds(
+    # Model:
+    m: ModelData,
+    # Out:
+    bound: wp.array(dtype=float),
+):
     """Bounding radius of every static shape (−1: unbounded), for building the BVH on the host with the very radii
     that shape_box_meets uses."""
     s = wp.tid()

@@ -84,7 +84,7 @@ def hinge_torques(
     law: int,
     param_count: int,
     params: wp.array(dtype=float),
-    # State in:
+    # In:
     body_q: wp.array(dtype=wp.transform),
     body_qd: wp.array(dtype=wp.spatial_vector),
     # Out:

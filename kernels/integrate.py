@@ -72,7 +72,9 @@ def finalize_particle(
 
 @wp.kernel
 def restore_particles(
+    # Model:
     particles_per_world: int,
+    # In:
     all_worlds: int,
     nonfinite: wp.array(dtype=int),
     x_start: wp.array(dtype=wp.vec3),
@@ -89,7 +91,15 @@ def restore_particles(
 
 
 @wp.kernel
-def reset_multipliers(rows_per_world: int, all_worlds: int, nonfinite: wp.array(dtype=int), lam: wp.array(dtype=float)):
+def reset_multipliers(
+    # Model:
+    rows_per_world: int,
+    # In:
+    all_worlds: int,
+    nonfinite: wp.array(dtype=int),
+    # In/out:
+    lam: wp.array(dtype=float),
+):
     """Zero the carried multipliers of every world (all_worlds = 1) or only of the rejected ones."""
     i = wp.tid()
     if all_worlds != 0 or nonfinite[i // rows_per_world] != 0:

@@ -1,4 +1,4 @@
-"""Rigid bodies in maximal coordinates (solver notes §1-2): prediction with gyroscopic term, pose from velocity,
+"""Rigid bodies in maximal coordinates (docs/formulation.md §1–2): prediction with gyroscopic term, pose from velocity,
 particle–body attachments (paper Eq. 6) and joints (revolute, prismatic, fixed) as compliant rows.
 
 Body velocities are spatial vectors laid out (linear v [m/s], angular ω [rad/s]) in the world frame; poses are
@@ -44,7 +44,7 @@ def spatial(a: wp.vec3, b: wp.vec3) -> wp.spatial_vector:
 
 @wp.func
 def integrate_pose(x0: wp.transform, v: wp.spatial_vector, h: float) -> wp.transform:
-    """p⁺ = p + h v, q⁺ = normalize(q + (h/2)[ω, 0] ⊗ q) (solver notes §1)."""
+    """p⁺ = p + h v, q⁺ = normalize(q + (h/2)[ω, 0] ⊗ q) (docs/formulation.md §1)."""
     p = wp.transform_get_translation(x0) + lin(v) * h
     q = wp.transform_get_rotation(x0)
     w = ang(v)
@@ -171,7 +171,9 @@ def finalize_body(
 
 @wp.kernel
 def restore_bodies(
+    # Model:
     bodies_per_world: int,
+    # In:
     all_worlds: int,
     nonfinite: wp.array(dtype=int),
     x_start: wp.array(dtype=wp.transform),

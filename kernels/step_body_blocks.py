@@ -6,15 +6,23 @@ every row kind and unrolled took minutes to compile for CUDA.
 import warp as wp
 
 from .block import block_sync
-from .body_precond import attachment_and_joint_block, body_contact_block, body_mass_block, cluster_cholesky, particle_body_block
+from .body_precond import body_mass_block, cluster_cholesky
 from .data import BodyData, ModelData, StepData
+from .row_families import FAMILIES
 from .step_primal import PrimalData
 
 wp.set_module_options({"max_unroll": 0, "enable_backward": False})
 
 
 @wp.kernel
-def factor_body_blocks(m: ModelData, b: BodyData, s: StepData, p: PrimalData):
+def factor_body_blocks(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    p: PrimalData,
+):
     """H = M_b + J_bᵀ D⁻¹ J_b per cluster of bodies at the rows the solve sees, and its Cholesky factors (the rows'
     rigid-body preconditioner, kernels/body_precond.py)."""
     w, lane = wp.tid()
@@ -29,15 +37,8 @@ def factor_body_blocks(m: ModelData, b: BodyData, s: StepData, p: PrimalData):
     n = b.body_count
     for i in range(lane, n, lanes):
         body_mass_block(w * n + i, b, bb, s.h, s.body_x_start, s.body_v, p.H)
-    n = b.attachment_count + b.joint_count
-    for k in range(lane, n, lanes):
-        attachment_and_joint_block(w * n + k, m, b, s.bjac, bb, s.h, s.body_x_start, s.body_v, s.diag, p.row_d, p.H)
-    n = b.body_contact_count
-    for k in range(lane, n, lanes):
-        body_contact_block(w * n + k, m, b, s.bjac, bb, s.h, s.body_x_start, s.body_v, s.diag, p.row_d, p.H)
-    n = m.particle_body_count
-    for k in range(lane, n, lanes):
-        particle_body_block(w * n + k, m, b, s.jac, bb, s.h, s.body_x_start, s.body_v, s.diag, p.row_d, p.H)
+    for f in range(wp.static(len(FAMILIES))):  # the H terms and D of every row acting on a body
+        wp.static(FAMILIES[f].body_block)(w, lane, m, b, s, bb, p.H, p.row_d)
     block_sync()
     for c in range(lane, p.clusters, lanes):
         cluster_cholesky(w * p.clusters + c, bb, p.clusters, p.H)

@@ -38,7 +38,13 @@ def is_contact_row(m: ModelData, r: int) -> bool:
 
 
 @wp.kernel
-def predict(m: ModelData, b: BodyData, s: StepData):
+def predict(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+):
     """x⁻, v⁻ and the prediction ṽ of every particle and body; the world's diagnostics and scratch merit zeroed; the
     carried multipliers scaled into start values."""
     w, lane = wp.tid()
@@ -93,7 +99,14 @@ def contact_list_offsets_block(w: int, lane: int, n: int, capacity: int, count: 
 
 
 @wp.kernel
-def collide(m: ModelData, b: BodyData, s: StepData, c: ContactListData):
+def collide(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    c: ContactListData,
+):
     """The step's contacts. The particle–shape list (kernels/contact_list.py): the previous list is kept, the
     candidates are counted per particle, given consecutive slots per world, and written with the multipliers they
     carried; then every contact's frame at the linearisation point, and the candidates of the rigid-body contact
@@ -133,14 +146,27 @@ def collide(m: ModelData, b: BodyData, s: StepData, c: ContactListData):
 
 
 @wp.kernel
-def linearise(m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData):
+def linearise(
+    # Model:
+    m_rows: ModelData,
+    m_attach: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+):
     """The bilateral and elastic rows' Jacobians of the step (world_rows.linearise_world_rows)."""
     w, lane = wp.tid()
     linearise_world_rows(w, lane, m_rows, m_attach, b, s)
 
 
 @wp.kernel
-def finalize(m: ModelData, b: BodyData, s: StepData):
+def finalize(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+):
     """x⁺ = x⁻ + h v⁺ (bodies: pose from the velocity) into the call's State; non-finite or runaway worlds flagged."""
     w, lane = wp.tid()
     n = m.particle_count

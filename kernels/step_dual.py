@@ -10,6 +10,7 @@ import warp as wp
 
 from .block import block_sum, block_sync
 from .data import BodyData, ModelData, StepData
+from .row_families import ALL_FAMILIES
 from .step_common import is_contact_row
 from .world_rows import (
     apply_world_impulses,
@@ -42,7 +43,7 @@ def schur_product_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepDat
     scatter_world_particles(w, lane, m, s, x, s.tet_force, 0, s.impulse)
     if b.body_count > 0:
         scatter_world_bodies(w, lane, m, b, s, x, s.body_impulse)
-    gather_world_rows(w, lane, m, b, s, s.impulse, s.body_impulse, x, y, 0, 1)
+    gather_world_rows(w, lane, m, b, s, s.impulse, s.body_impulse, x, y, ALL_FAMILIES)
     R = m.row_count
     acc = float(0.0)
     for k in range(lane, R, wp.block_dim()):
@@ -93,7 +94,14 @@ def assemble_with_line_search(w: int, lane: int, m: ModelData, b: BodyData, s: S
 
 
 @wp.kernel
-def warm_start(m: ModelData, b: BodyData, s: StepData, d: DualData):
+def warm_start(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    d: DualData,
+):
     """The carried impulses applied through this step's Jacobians (v = ṽ + M⁻¹Jᵀλ): contact impulses as carried,
     bilateral ones as s·λ with the s ∈ [0, 1] that minimises the P-norm of the first residual along them
     (φ(s) = φ₀ + s·Aλ, exact for linear rows): a reapplied impulse also reapplies the previous step's solve error."""
@@ -138,14 +146,32 @@ def warm_start(m: ModelData, b: BodyData, s: StepData, d: DualData):
 
 
 @wp.kernel
-def newton_assemble(m: ModelData, b: BodyData, s: StepData, it: int):
+def newton_assemble(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    # Iteration:
+    it: int,
+):
     """Newton iteration ``it``: the rows at the iterate; from the second iteration on, the line search."""
     w, lane = wp.tid()
     assemble_with_line_search(w, lane, m, b, s, it)
 
 
 @wp.kernel
-def newton_solve(m: ModelData, b: BodyData, s: StepData, d: DualData, it: int, iterations: int):
+def newton_solve(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    d: DualData,
+    # Iteration:
+    it: int,
+    iterations: int,
+):
     """PCR on [J M⁻¹ Jᵀ + C] Δλ = rhs (Δλ in s.dlam), every iteration in this launch; a world stops once
     ‖r‖ ≤ linear_tolerance·‖b‖, and a world already below the Newton tolerance makes no update."""
     w, lane = wp.tid()
@@ -218,14 +244,28 @@ def newton_solve(m: ModelData, b: BodyData, s: StepData, d: DualData, it: int, i
 
 
 @wp.kernel
-def newton_update(m: ModelData, b: BodyData, s: StepData, it: int):
+def newton_update(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    # Iteration:
+    it: int,
+):
     """λ += Δλ and v += M⁻¹JᵀΔλ."""
     w, lane = wp.tid()
     update_world(w, lane, m, b, s, s.dlam)
 
 
 @wp.kernel
-def finish(m: ModelData, b: BodyData, s: StepData):
+def finish(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+):
     """After the last Newton iteration: the rows at the final iterate and the line search; friction impulses left
     outside their cone projected onto it, the change applied through M⁻¹Jᵀ."""
     w, lane = wp.tid()

@@ -24,6 +24,7 @@ from .primal import (
 from .schur import particle_transpose_product
 from .stiffness import StiffnessPattern, assemble_block, block_row_times, rotate_gradients
 from .rigid import apply_body_impulse
+from .row_families import BODY_FAMILIES, WITHOUT_TETS
 from .rigid_contact import body_transpose_product
 from .world_rows import (
     apply_world_body_impulses,
@@ -138,14 +139,14 @@ def saddle_product_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepDa
     else:
         block_sync()
     if negate_rows != 0:
-        gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, p.g, 1, 1)
+        gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, p.g, WITHOUT_TETS)
         R = m.row_count
         for k in range(lane, p.free_rows, lanes):
             i = w * R + row_index(k, p.skip_start, p.skip_count)
             y.l[i] = -p.g[i]
         block_sync()
     else:
-        gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, y.l, 1, 1)
+        gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, y.l, WITHOUT_TETS)
 
 
 @wp.func
@@ -179,7 +180,7 @@ def saddle_preconditioner_world(w: int, lane: int, m: ModelData, b: BodyData, s:
         for c in range(lane, p.clusters, lanes):
             cluster_solve(w * p.clusters + c, b, p.bb, p.clusters, s.h, s.body_x_start, s.body_v, p.H, p.f_body, p.H_work, p.imp_body)
         block_sync()
-        gather_world_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, 0, 0)
+        gather_world_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, BODY_FAMILIES)
         for k in range(lane, p.free_rows, lanes):
             woodbury_row(w * R + row_index(k, p.skip_start, p.skip_count), r.l, p.u_rows, p.row_d, z.l)
     else:
@@ -190,14 +191,37 @@ def saddle_preconditioner_world(w: int, lane: int, m: ModelData, b: BodyData, s:
 
 
 @wp.kernel
-def saddle_product(m: ModelData, b: BodyData, s: StepData, p: PrimalData, x: SaddleVector, y: SaddleVector, negate_rows: int):
+def saddle_product(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    p: PrimalData,
+    # In:
+    x: SaddleVector,
+    negate_rows: int,
+    # Out:
+    y: SaddleVector,
+):
     """The saddle operator on (x.v, x.l) for every world (saddle_product_world)."""
     w, lane = wp.tid()
     saddle_product_world(w, lane, m, b, s, p, x, y, negate_rows)
 
 
 @wp.kernel
-def saddle_preconditioner(m: ModelData, b: BodyData, s: StepData, p: PrimalData, r: SaddleVector, z: SaddleVector):
+def saddle_preconditioner(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    p: PrimalData,
+    # In:
+    r: SaddleVector,
+    # Out:
+    z: SaddleVector,
+):
     """The preconditioner on (r.v, r.l) for every world (saddle_preconditioner_world)."""
     w, lane = wp.tid()
     saddle_preconditioner_world(w, lane, m, b, s, p, r, z)
@@ -279,7 +303,14 @@ def assemble_with_line_search(w: int, lane: int, m: ModelData, b: BodyData, s: S
 
 
 @wp.kernel
-def warm_start(m: ModelData, b: BodyData, s: StepData, p: PrimalData):
+def warm_start(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    p: PrimalData,
+):
     """The start of the Newton iteration: the step's elastic block matrix; v = v⁻ for dynamic particles (the carried friction impulse joins the
     prediction ṽ), the bodies take their part of the last cone projection and the carried multipliers, the soft bodies'
     rotations for the coarse space, and the scaled warm start of the bilateral multipliers (docs/solver.md, "Warm
@@ -351,7 +382,16 @@ def warm_start(m: ModelData, b: BodyData, s: StepData, p: PrimalData):
 
 
 @wp.kernel
-def newton_assemble(m: ModelData, b: BodyData, s: StepData, p: PrimalData, it: int):
+def newton_assemble(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    p: PrimalData,
+    # Iteration:
+    it: int,
+):
     """Newton iteration ``it``: rows and the saddle right-hand side at the iterate; from the second iteration on,
     the line search on the last update."""
     w, lane = wp.tid()
@@ -390,7 +430,17 @@ def minres_solve_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData
 
 
 @wp.kernel
-def newton_solve(m: ModelData, b: BodyData, s: StepData, p: PrimalData, it: int, iterations: int):
+def newton_solve(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    p: PrimalData,
+    # Iteration:
+    it: int,
+    iterations: int,
+):
     """The linear solve of Newton iteration ``it`` (a world already below the Newton tolerance skips it): MINRES,
     every iteration in this launch; diagnostics in the solver's layout (residuals before and after, squared)."""
     w, lane = wp.tid()
@@ -410,7 +460,16 @@ def newton_solve(m: ModelData, b: BodyData, s: StepData, p: PrimalData, it: int,
 
 
 @wp.kernel
-def newton_update(m: ModelData, b: BodyData, s: StepData, p: PrimalData, it: int):
+def newton_update(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    p: PrimalData,
+    # Iteration:
+    it: int,
+):
     """v += Δv, λ += Δλ and the bodies through M_b⁻¹J_bᵀΔλ (Δ in p.x; kept in s.dlam / p.dv for the line search). Before
     the last iteration, particle friction goes back onto its cone, its change part of Δλ; no particle is kicked: the
     next solve balances the change through the whole body. (Contacts on rigid bodies are projected once, after the
@@ -444,7 +503,14 @@ def newton_update(m: ModelData, b: BodyData, s: StepData, p: PrimalData, it: int
 
 
 @wp.kernel
-def finish(m: ModelData, b: BodyData, s: StepData, p: PrimalData):
+def finish(
+    # Model:
+    m: ModelData,
+    b: BodyData,
+    # Data in/out:
+    s: StepData,
+    p: PrimalData,
+):
     """After the last Newton iteration: the rows at the final iterate and the line search on the last update; each
     free soft body's momentum balance (docs/solver.md, "Momentum balance"); the friction cone projection, whose change
     (particles and bodies) is carried into the next step's prediction instead of kicking single particles or a light

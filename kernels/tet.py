@@ -1,4 +1,4 @@
-"""Corotational linear tetrahedron as six compliant strain rows (paper Eq. 5, solver notes §3).
+"""Corotational linear tetrahedron as six compliant strain rows (paper Eq. 5, docs/formulation.md §3).
 
 Rows are the plain tensor strain components in Voigt order c = (ε11, ε22, ε33, ε23, ε13, ε12) of the corotated strain
 ε = ½(RᵀF + FᵀR) − I, with F = Ds·B, B = Dm⁻¹ and R the rotation of the polar decomposition of F (held fixed when
@@ -7,7 +7,7 @@ differentiating). The compliance block matching these rows is
     E = 1/(V·Y) · [[1, −ν, −ν], [−ν, 1, −ν], [−ν, −ν, 1]]  ⊕  diag((1+ν)/2, (1+ν)/2, (1+ν)/2)
 
 The shear entries are (1+ν)/(2VY), not the paper's (1+ν)/(VY): with tensor rows the shear energy ½ε²/E_ss must equal
-2·G·V·ε² (G = Y/(2(1+ν))), see the shear pitfall in the solver notes.
+2·G·V·ε² (G = Y/(2(1+ν))), see the shear note in docs/formulation.md §3.
 """
 
 import warp as wp

@@ -6,20 +6,53 @@ the geometric vine simulator, ``softsnake.experiments.vine_cli`` for the dynamic
 
 Every command runs the same way (``main``): parse (argument types check ranges and paths, ``softsnake.cli_args``),
 ``check(args)`` (checks across arguments, input files, device, memory) before any work, then the command with its
-output folder staged (nothing partial or empty is left behind by an error or Ctrl-C). User errors are one line on
-stderr and exit 2; Ctrl-C is one line and exit 130.
+output folder staged (nothing partial or empty is left behind by an error, Ctrl-C, SIGTERM or SIGHUP). User errors
+are one line on stderr and exit 2; a signal is one line and exit 128 + its number (SIGINT 130, SIGTERM 143, SIGHUP 129).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 
 from softsnake.cli_args import ArgumentParser
 
 #: exit status of an interrupted command (128 + SIGINT, as a shell reports it)
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+
+
+class Stopped(BaseException):
+    """A command stopped by SIGTERM or SIGHUP; unwinds like KeyboardInterrupt, so staged outputs are removed."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = int(signum)
+
+
+def _raise_stopped(signum, frame):
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def _stop_on_signals():
+    """SIGTERM (what a cluster scheduler or ``kill`` sends) and SIGHUP (a closed terminal) end a command the way Ctrl-C
+    does. A signal the caller ignores (``nohup``) stays ignored; the previous handlers come back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {}
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
+            saved[sig] = signal.signal(sig, _raise_stopped)
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
 
 
 def _leaf_parsers(parser: argparse.ArgumentParser):
@@ -32,12 +65,16 @@ def _leaf_parsers(parser: argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from softsnake import __version__
     from softsnake.demo import add_commands as engine_commands
     from softsnake.experiments.cli import add_commands as snake_commands
     from softsnake.experiments.vine_cli import add_commands as vine_commands
     from softsnake.vinemap.cli import add_commands as vinemap_commands
 
-    parser = ArgumentParser(prog="softsnake", description="softsnake: GPU-first compliant-constraint physics engine for soft robots.")
+    parser = ArgumentParser(
+        prog="softsnake", description="softsnake: GPU-first compliant-constraint physics engine for soft robots."
+    )
+    parser.add_argument("--version", action="version", version=f"softsnake {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for add in (engine_commands, snake_commands, vine_commands, vinemap_commands):
         add(sub)
@@ -65,9 +102,9 @@ def _run(args, check_only: bool) -> int:
         return 0
     device = getattr(args, "device", None)
     if device is not None:
-        from softsnake.sim.warp_runtime import announce_compilation
+        from softsnake.sim.warp_runtime import compile_kernels
 
-        announce_compilation(device)
+        compile_kernels(device, bar=not getattr(args, "quiet", False))
     stage = getattr(args, "stage", None)
     final = getattr(args, stage, None) if stage else None
     args.out_final = final  # the folder the user named, for messages; args.<stage> becomes the staging folder
@@ -82,7 +119,13 @@ def main(argv: list[str] | None = None, *, check_only: bool = False) -> int:
     """Run ``softsnake`` with ``argv`` (default: ``sys.argv[1:]``); returns the exit status.
 
     check_only: parse and check the arguments and input files, then return 0 without doing any work (the fuzz
-    tests use it). Exit 2: a user error (one line on stderr); 130: interrupted."""
+    tests use it). Exit 2: a user error (one line on stderr); 130, 143, 129: stopped by SIGINT (Ctrl-C), SIGTERM,
+    SIGHUP, with nothing written."""
+    with _stop_on_signals():
+        return _main(argv, check_only)
+
+
+def _main(argv, check_only: bool) -> int:
     args = None
     try:
         parser = build_parser()
@@ -106,6 +149,9 @@ def main(argv: list[str] | None = None, *, check_only: bool = False) -> int:
     except KeyboardInterrupt:
         print("softsnake: interrupted; no output was written", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Stopped as stop:
+        print(f"softsnake: stopped by {signal.Signals(stop.signum).name}; no output was written", file=sys.stderr)
+        return 128 + stop.signum
 
 
 if __name__ == "__main__":  # pragma: no cover

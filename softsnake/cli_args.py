@@ -14,7 +14,18 @@ import math
 import os
 from pathlib import Path
 
-__all__ = ["ArgumentParser", "integer", "number", "output_folder", "output_file", "input_path", "check_memory", "check_device", "human_bytes"]
+__all__ = [
+    "ArgumentParser",
+    "integer",
+    "number",
+    "output_folder",
+    "output_file",
+    "input_path",
+    "check_memory",
+    "check_device",
+    "human_bytes",
+    "RunTimeNotice",
+]
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -29,23 +40,23 @@ def _type(name: str, parse):
     return parse
 
 
-def _range_error(v, lo, hi, lo_open=False):
+def _range_error(v, lo, hi, lo_open=False, why=None):
     if lo is not None and (v <= lo if lo_open else v < lo):
         return f"must be {'>' if lo_open else '≥'} {lo:g}, got {v:g}"
     if hi is not None and v > hi:
-        return f"must be ≤ {hi:g}, got {v:g}"
+        return f"must be ≤ {hi:g}{f' ({why})' if why else ''}, got {v:g}"
     return None
 
 
-def integer(lo: int | None = None, hi: int | None = None):
-    """argparse type: an integer in [lo, hi]."""
+def integer(lo: int | None = None, hi: int | None = None, *, why: str | None = None):
+    """argparse type: an integer in [lo, hi]; ``why`` says in the error where the upper bound comes from."""
 
     def parse(text: str) -> int:
         try:
             v = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-        err = _range_error(v, lo, hi)
+        err = _range_error(v, lo, hi, why=why)
         if err:
             raise argparse.ArgumentTypeError(err)
         return v
@@ -53,8 +64,8 @@ def integer(lo: int | None = None, hi: int | None = None):
     return _type("integer", parse)
 
 
-def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False):
-    """argparse type: a finite number in [lo, hi] (``lo_open``: > lo)."""
+def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False, why: str | None = None):
+    """argparse type: a finite number in [lo, hi] (``lo_open``: > lo); ``why`` explains the upper bound in the error."""
 
     def parse(text: str) -> float:
         try:
@@ -63,7 +74,7 @@ def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = 
             raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
         if not math.isfinite(v):
             raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-        err = _range_error(v, lo, hi, lo_open)
+        err = _range_error(v, lo, hi, lo_open, why)
         if err:
             raise argparse.ArgumentTypeError(err)
         return v
@@ -152,7 +163,10 @@ def check_memory(what: str, nbytes: float, device: str = "cpu") -> None:
     """ValueError when ``what`` needs more than the memory available on ``device`` (``nbytes``: a lower bound)."""
     avail = available_memory(device)
     if not math.isfinite(nbytes) or nbytes > avail:
-        raise ValueError(f"{what} needs at least {human_bytes(nbytes)} of memory, more than the {human_bytes(avail)} available on {device}")
+        raise ValueError(
+            f"{what} needs at least {human_bytes(nbytes)} of memory, more than the {human_bytes(avail)} available on "
+            f"{device}"
+        )
 
 
 def check_device(device: str) -> str:
@@ -170,3 +184,62 @@ def model_bytes(*, particles: int, tets: int = 0, distances: int = 0, bodies: in
     4608 tets, then 1456 distances, 15 bodies, 200 attachments) and 0.36 MiB for the coarse one; 200 bytes per element
     with 20 elements per body is below both."""
     return 200 * (particles + tets + distances + attachments + 20 * bodies)
+
+
+# ------------------------------------------------------------------------------------------------- long runs
+class RunTimeNotice:
+    """Says once, on stderr, how long a run will take when that is more than ``limit_s`` (an hour).
+
+    Call it with (done, total) after each unit of work (frame, step). The clock starts at the first call, so
+    first-use compilation and set-up are not counted; the estimate is made once at least ``probe_units`` more units
+    and ``probe_s`` seconds have passed, and printed only if the rest of the run exceeds ``limit_s``."""
+
+    def __init__(
+        self,
+        prog: str,
+        unit: str = "frame",
+        *,
+        limit_s: float = 3600.0,
+        probe_units: int = 3,
+        probe_s: float = 0.5,
+        clock=None,
+        stream=None,
+    ):
+        import time
+
+        self.prog, self.unit, self.limit_s, self.probe_units, self.probe_s = prog, unit, limit_s, probe_units, probe_s
+        self.clock, self.stream = clock or time.perf_counter, stream
+        self.start = None
+        self.done = False
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.done:
+            return
+        now = self.clock()
+        if self.start is None:
+            self.start = (done, now)
+            return
+        units, seconds = done - self.start[0], now - self.start[1]
+        if units < self.probe_units or seconds < self.probe_s:
+            return
+        self.done = True
+        per_unit = seconds / units
+        remaining = per_unit * (total - done)
+        if remaining > self.limit_s:
+            import sys
+
+            print(
+                f"{self.prog}: this run will take about {human_seconds(remaining)} more ({per_unit:.3g} s per "
+                f"{self.unit} over the first {units} {self.unit}s, {total - done} to go); Ctrl-C stops it with "
+                "nothing written",
+                file=self.stream or sys.stderr,
+                flush=True,
+            )
+
+
+def human_seconds(s: float) -> str:
+    """A duration for people: ``"3.2 h"``, ``"41 days"``."""
+    for size, unit in ((86400.0 * 365, "years"), (86400.0, "days"), (3600.0, "h"), (60.0, "min")):
+        if s >= 2 * size if unit in ("years", "days") else s >= size:
+            return f"{s / size:.2g} {unit}" if s < 10 * size else f"{s / size:.0f} {unit}"
+    return f"{s:.0f} s"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from softsnake.cli import main
@@ -42,4 +44,50 @@ def fails(argv, capfd, *needles):
 def run_softsnake(args, *, cwd=None, timeout=120, **popen):
     """Run ``python -m softsnake.cli args`` as a subprocess; returns the CompletedProcess (text)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.run([sys.executable, "-P", "-m", "softsnake.cli", *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env, **popen)
+    return subprocess.run(
+        [sys.executable, "-P", "-m", "softsnake.cli", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        **popen,
+    )
+
+
+def _default_signals():
+    """Child-side: default handlers. A job started with `&` by a non-interactive shell (e.g. CI run in the background)
+    inherits SIGINT as ignored, and Python then installs no KeyboardInterrupt handler; SIGHUP may be ignored too."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def signal_during_explore(folder: Path, sig: int) -> tuple[int, str]:
+    """Start ``softsnake vinemap explore --out folder/D`` in a subprocess, send it ``sig`` once its staging folder
+    exists (the command is running), and return its (exit status, stderr)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    argv = ["vinemap", "explore", "--random", "uniform", "--deployments", "100", "--out", str(folder / "D")]
+    p = subprocess.Popen(
+        [sys.executable, "-P", "-m", "softsnake.cli", *argv],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=_default_signals,
+    )
+    deadline = time.time() + 60
+    while not list(folder.glob(".D.partial-*")) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    return p.returncode, err
+
+
+def run_python(code: str, cwd, **env) -> subprocess.CompletedProcess:
+    """Run ``python -P -c code`` in ``cwd`` (environment plus ``env``); returns the CompletedProcess (text)."""
+    environ = dict(os.environ, PYTHONUNBUFFERED="1", **env)
+    return subprocess.run(
+        [sys.executable, "-P", "-c", code], cwd=cwd, capture_output=True, text=True, env=environ, timeout=300
+    )

@@ -14,13 +14,11 @@ VINE_DATA_MARKER = "jitosho_wall_fit.npz"
 
 
 def vine_data_dir() -> Path | None:
-    """The vine reference data folder (julia_rollouts/, real_video/, jitosho_wall_fit.npz), or None. Looked for, in
-    order: assets/vine, then any folder under assets/ holding jitosho_wall_fit.npz, then the shared data folder beside
-    the repository (../shared/data/vine) and /work/shared/data/vine, where it lived before it moved into assets/."""
+    """The vine reference data folder (julia_rollouts/, real_video/, jitosho_wall_fit.npz; assets/vine/README.md), or
+    None. Looked for in assets/vine, then in any folder under assets/ that holds jitosho_wall_fit.npz."""
     candidates = [ROOT / "assets" / "vine"]
     if (ROOT / "assets").is_dir():
         candidates += sorted(p.parent for p in (ROOT / "assets").rglob(VINE_DATA_MARKER))
-    candidates += [ROOT.parent / "shared" / "data" / "vine", Path("/work/shared/data/vine")]
     return next((p for p in candidates if (p / VINE_DATA_MARKER).is_file()), None)
 
 
@@ -34,7 +32,7 @@ def require_vine_data() -> Path:
     CI=true, where the data is part of the checkout and its absence is a packaging error, not a reason to skip."""
     path = vine_data_dir()
     if path is None:
-        message = f"vine reference data not found (looked in {ROOT / 'assets'} and the shared data folder)"
+        message = f"vine reference data not found under {ROOT / 'assets'}"
         if in_ci():
             pytest.fail(message + "; under CI=true a data-dependent test fails instead of skipping", pytrace=False)
         pytest.skip(message)

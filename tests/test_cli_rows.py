@@ -1,5 +1,6 @@
-"""Issue 12: one test per reported failure (rows 1–21). Every user error is exit 2 with one line on stderr naming the
-argument, file or key, before any work and without leaving an output folder behind."""
+"""One test per reported command-line failure (rows 1–21; more edges in tests/test_cli_edges.py). Every user error is
+exit 2 with one line on stderr naming the argument, file or key, before any work and without leaving an output folder
+behind."""
 
 from __future__ import annotations
 
@@ -8,15 +9,13 @@ import os
 import re
 import signal
 import stat
-import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 
-from cli_helpers import EXAMPLE_ENV, ROOT, answer_lines, cli, fails, run_softsnake
-from softsnake.cli import build_parser, main
+from cli_helpers import EXAMPLE_ENV, ROOT, answer_lines, cli, fails, run_softsnake, signal_during_explore
+from softsnake.cli import build_parser
 
 
 @pytest.fixture
@@ -39,7 +38,11 @@ def only(tmp_path, *names):
 
 def test_row01_empty_out_path(tmp_path, capfd, no_model):
     fails(["gait", "--coarse", "--seconds", "0.1", "--out", ""], capfd, "--out", "empty path")
-    for argv in (["vinemap", "deploy", "--env", EXAMPLE_ENV, "--launch", "0.3,0.03,90", "--out", ""], ["demo", "--out", ""], ["vine", "fit", "--wall", "w.npz", "--out", ""]):
+    for argv in (
+        ["vinemap", "deploy", "--env", EXAMPLE_ENV, "--launch", "0.3,0.03,90", "--out", ""],
+        ["demo", "--out", ""],
+        ["vine", "fit", "--wall", "w.npz", "--out", ""],
+    ):
         fails(argv, capfd, "--out")
 
 
@@ -62,26 +65,15 @@ def test_row02_interrupt_gives_one_line_130_and_no_output(tmp_path, capfd, monke
         code, _, err = cli(["gait", "--coarse", "--seconds", "1", "--quiet", "--no-usd", "--out", out], capfd)
         assert code == 130 and err == ["softsnake: interrupted; no output was written"], err
     only(tmp_path, "D")  # tmp_path/new was created for the staging folder and removed again
-    assert [p.name for p in earlier.iterdir()] == ["trajectory.npz"] and (earlier / "trajectory.npz").read_bytes() == b"earlier run"
-
-
-def _default_sigint():
-    """Child-side: default SIGINT handling. A job started with `&` by a non-interactive shell (e.g. CI run in the
-    background) inherits SIGINT as ignored, and Python then installs no KeyboardInterrupt handler."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    assert [p.name for p in earlier.iterdir()] == ["trajectory.npz"] and (
+        earlier / "trajectory.npz"
+    ).read_bytes() == b"earlier run"
 
 
 def test_row02_sigint_during_vinemap_explore(tmp_path):
     """A real Ctrl-C (SIGINT) in a subprocess: one line, exit 130, no output folder."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    p = subprocess.Popen([sys.executable, "-P", "-m", "softsnake.cli", "vinemap", "explore", "--random", "uniform", "--deployments", "100", "--out", str(tmp_path / "D")], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_default_sigint)
-    deadline = time.time() + 60
-    while not list(tmp_path.glob(".D.partial-*")) and time.time() < deadline and p.poll() is None:
-        time.sleep(0.05)  # the staging folder exists: the command is running
-    time.sleep(0.3)
-    p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 130, err
+    code, err = signal_during_explore(tmp_path, signal.SIGINT)
+    assert code == 130, err
     assert err.strip().splitlines()[-1] == "softsnake: interrupted; no output was written" and "Traceback" not in err
     only(tmp_path)
 
@@ -98,7 +90,12 @@ def test_row03_sizes_beyond_memory_are_refused_before_any_work(tmp_path, capfd, 
 def test_row04_out_under_a_regular_file(tmp_path, capfd, no_model):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    fails(["vinemap", "deploy", "--env", EXAMPLE_ENV, "--launch", "0.3333,0.03,80", "--out", blocker / "sub"], capfd, "--out", "not a folder")
+    fails(
+        ["vinemap", "deploy", "--env", EXAMPLE_ENV, "--launch", "0.3333,0.03,80", "--out", blocker / "sub"],
+        capfd,
+        "--out",
+        "not a folder",
+    )
     fails(["demo", "--out", blocker / "sub"], capfd, "--out", "not a folder")
     fails(["demo", "--out", blocker], capfd, "--out", "not a folder")
     fails(["vine", "fit", "--wall", "w.npz", "--out", blocker / "p.toml"], capfd, "--out", "not a folder")
@@ -106,29 +103,61 @@ def test_row04_out_under_a_regular_file(tmp_path, capfd, no_model):
 
 
 def test_row05_row06_explore_counts_must_be_positive(tmp_path, capfd):
-    fails(["vinemap", "explore", "--random", "uniform", "--mc-envs", "0", "--out", tmp_path / "D"], capfd, "--mc-envs", "≥ 1")
-    fails(["vinemap", "explore", "--random", "uniform", "--random-repeats", "0", "--out", tmp_path / "D"], capfd, "--random-repeats", "≥ 1")
+    fails(
+        ["vinemap", "explore", "--random", "uniform", "--mc-envs", "0", "--out", tmp_path / "D"],
+        capfd,
+        "--mc-envs",
+        "≥ 1",
+    )
+    fails(
+        ["vinemap", "explore", "--random", "uniform", "--random-repeats", "0", "--out", tmp_path / "D"],
+        capfd,
+        "--random-repeats",
+        "≥ 1",
+    )
     only(tmp_path)
 
 
 def test_row07_row08_curvature_sweep_must_cover_the_fit(tmp_path, capfd, no_model):
     fails(["curvature", "--coarse", "--step-psi", "50", "--out", tmp_path / "D"], capfd, "--step-psi", "at least 3")
     fails(["curvature", "--coarse", "--max-psi", "0.5", "--out", tmp_path / "D"], capfd, "--max-psi", "p_max")
-    fails(["curvature", "--coarse", "--max-psi", "1e300", "--step-psi", "1e-300", "--out", tmp_path / "D"], capfd, "memory")
+    fails(
+        ["curvature", "--coarse", "--max-psi", "1e300", "--step-psi", "1e-300", "--out", tmp_path / "D"],
+        capfd,
+        "memory",
+    )
     only(tmp_path)
 
 
 def test_row09_vinemap_outputs_have_ordinary_file_modes(tmp_path, capfd):
     old = os.umask(0o022)
     try:
-        code, _, _ = cli(["vinemap", "deploy", "--env", EXAMPLE_ENV, "--launch", "0.3333,0.03,80", "--out", tmp_path / "dep"], capfd)
+        code, _, _ = cli(
+            ["vinemap", "deploy", "--env", EXAMPLE_ENV, "--launch", "0.3333,0.03,80", "--out", tmp_path / "dep"], capfd
+        )
         assert code == 0
-        code, _, _ = cli(["vinemap", "explore", "--env", EXAMPLE_ENV, "--deployments", "1", "--mc-envs", "1", "--random-repeats", "2", "--out", tmp_path / "exp"], capfd)
+        code, _, _ = cli(
+            [
+                "vinemap",
+                "explore",
+                "--env",
+                EXAMPLE_ENV,
+                "--deployments",
+                "1",
+                "--mc-envs",
+                "1",
+                "--random-repeats",
+                "2",
+                "--out",
+                tmp_path / "exp",
+            ],
+            capfd,
+        )
         assert code == 0
     finally:
         os.umask(old)
     files = [p for p in (tmp_path / "dep").iterdir()] + [p for p in (tmp_path / "exp").iterdir()]
-    assert len(files) == 2 + 5
+    assert len(files) == 2 + 5 + 2  # and each folder's list of its outputs (softsnake.io.files.OUTPUTS_LIST)
     assert {oct(stat.S_IMODE(p.stat().st_mode)) for p in files} == {"0o644"}
     assert stat.S_IMODE((tmp_path / "dep").stat().st_mode) == 0o755
 
@@ -138,7 +167,13 @@ def test_row10_misspelt_environment_key(tmp_path, capfd):
     env["robot_lenght"] = env.pop("robot_length")
     bad = tmp_path / "env.json"
     bad.write_text(json.dumps(env))
-    fails(["vinemap", "deploy", "--env", bad, "--launch", "0.3333,0.03,80", "--out", tmp_path / "D"], capfd, str(bad), "'robot_lenght'", "robot_length")
+    fails(
+        ["vinemap", "deploy", "--env", bad, "--launch", "0.3333,0.03,80", "--out", tmp_path / "D"],
+        capfd,
+        str(bad),
+        "'robot_lenght'",
+        "robot_length",
+    )
     env = json.loads(EXAMPLE_ENV.read_text())
     env["friction"] = "high"
     bad.write_text(json.dumps(env))
@@ -149,7 +184,15 @@ def test_row10_misspelt_environment_key(tmp_path, capfd):
 def test_row11_config_type_error_names_file_table_and_key(tmp_path, capfd, no_model):
     cfg = tmp_path / "snake.toml"
     cfg.write_text('[solver]\nnewton_iterations = "four"\n')
-    line = fails(["gait", "--config", cfg, "--out", tmp_path / "D"], capfd, str(cfg), "[solver]", "'newton_iterations'", "integer", '"four"')
+    line = fails(
+        ["gait", "--config", cfg, "--out", tmp_path / "D"],
+        capfd,
+        str(cfg),
+        "[solver]",
+        "'newton_iterations'",
+        "integer",
+        '"four"',
+    )
     assert line.startswith("softsnake gait: error:")
     cfg.write_text("[pneumatics]\nlatency = 1\n")
     fails(["info", "--config", cfg], capfd, "[pneumatics]", "'latency'", "true or false")
@@ -159,8 +202,18 @@ def test_row11_config_type_error_names_file_table_and_key(tmp_path, capfd, no_mo
 
 
 def test_row12_seed_error_names_the_argument(tmp_path, capfd):
-    fails(["vinemap", "explore", "--random", "uniform", "--seed", "-1", "--out", tmp_path / "D"], capfd, "argument --seed", "≥ 0")
-    fails(["vinemap", "explore", "--random", "uniform", "--seed", "x", "--out", tmp_path / "D"], capfd, "argument --seed", "integer")
+    fails(
+        ["vinemap", "explore", "--random", "uniform", "--seed", "-1", "--out", tmp_path / "D"],
+        capfd,
+        "argument --seed",
+        "≥ 0",
+    )
+    fails(
+        ["vinemap", "explore", "--random", "uniform", "--seed", "x", "--out", tmp_path / "D"],
+        capfd,
+        "argument --seed",
+        "integer",
+    )
 
 
 def test_row13_too_short_run_is_refused_before_building(tmp_path, capfd, no_model):
@@ -172,8 +225,18 @@ def test_row13_too_short_run_is_refused_before_building(tmp_path, capfd, no_mode
 
 def test_row14_out_of_range_values_are_errors_not_silently_changed(tmp_path, capfd, no_model):
     fails(["gait", "--usd-every", "0", "--out", tmp_path / "D"], capfd, "--usd-every", "≥ 1")
-    fails(["vinemap", "explore", "--random", "uniform", "--deployments", "101", "--out", tmp_path / "D"], capfd, "--deployments", "≤ 100")
-    fails(["vinemap", "explore", "--random", "uniform", "--turns", "--deployments", "571", "--out", tmp_path / "D"], capfd, "--deployments", "≤ 570")
+    fails(
+        ["vinemap", "explore", "--random", "uniform", "--deployments", "101", "--out", tmp_path / "D"],
+        capfd,
+        "--deployments",
+        "≤ 100",
+    )
+    fails(
+        ["vinemap", "explore", "--random", "uniform", "--turns", "--deployments", "571", "--out", tmp_path / "D"],
+        capfd,
+        "--deployments",
+        "≤ 570",
+    )
     only(tmp_path)
 
 
@@ -185,45 +248,58 @@ def test_row15_no_raw_warp_driver_lines(tmp_path):
     assert not answer_lines(r.stderr), r.stderr
     if not wp.is_cuda_available():
         r = run_softsnake(["gait", "--device", "cuda", "--out", tmp_path / "D"], cwd=tmp_path)
-        assert r.returncode == 2 and r.stderr.splitlines() == ["softsnake gait: error: unknown or unavailable device 'cuda' (available: cpu)"], r.stderr
+        assert r.returncode == 2 and r.stderr.splitlines() == [
+            "softsnake gait: error: unknown or unavailable device 'cuda' (available: cpu)"
+        ], r.stderr
         r = run_softsnake(["gait", "--device", "cuda", "--verbose", "--out", tmp_path / "D"], cwd=tmp_path)
         assert r.returncode == 2 and "Warp" in r.stderr  # --verbose shows the driver's lines
     only(tmp_path)
 
 
-def test_row16_first_use_compilation_is_announced(tmp_path, monkeypatch, capsys):
+def test_row16_first_use_compilation_is_announced_and_counted(tmp_path, monkeypatch, capsys):
     import warp as wp
 
-    from softsnake.sim.warp_runtime import announce_compilation, kernels_to_compile
+    from softsnake.sim import warp_runtime
+    from softsnake.sim.warp_runtime import compile_kernels, kernels_to_compile
 
-    assert main(["demo", "--seconds", "0.01", "--quiet"]) == 0  # compiles (or finds) the engine's kernels
+    compile_kernels("cpu")  # compiles (or finds) the engine's kernels
     capsys.readouterr()
-    assert "softsnake.kernels.step_primal" not in kernels_to_compile("cpu")
-    assert not announce_compilation("cpu") or capsys.readouterr().err.startswith("softsnake: compiling")
+    assert not kernels_to_compile("cpu")
+    assert compile_kernels("cpu") == 0 and not capsys.readouterr().err  # all cached: silent
     monkeypatch.setattr(wp.config, "kernel_cache_dir", str(tmp_path))  # an empty cache: everything is to compile
     assert "softsnake.kernels.step_primal" in kernels_to_compile("cpu")
-    assert announce_compilation("cpu")
+    two = {
+        k: v
+        for k, v in warp_runtime._engine_modules().items()
+        if k in ("softsnake.kernels.actuation", "softsnake.kernels.integrate")
+    }
+    monkeypatch.setattr(warp_runtime, "_engine_modules", lambda: two)  # compile two small modules, not all
+    assert compile_kernels("cpu") == 2
     err = capsys.readouterr().err
-    assert err.startswith("softsnake: compiling") and "first use" in err and len(err.splitlines()) == 1
+    assert err.startswith("softsnake: compiling 2 Warp kernel modules") and "first use" in err
+    assert "2/2" in err  # the count while they compile
+    monkeypatch.setattr(wp.config, "kernel_cache_dir", str(tmp_path / "again"))
+    assert compile_kernels("cpu", bar=False) == 2 and "/2" not in capsys.readouterr().err  # --quiet: the line only
 
 
-def test_row17_readme_python_blocks_are_self_contained(tmp_path, monkeypatch):
+def test_row17_docs_python_blocks_are_self_contained(tmp_path, monkeypatch):
     from test_docs import code_blocks, run_python_block
 
-    blocks = code_blocks(ROOT / "README.md", "python")
-    assert len(blocks) >= 4
+    blocks = code_blocks(ROOT / "docs" / "engine.md", "python")
     rigid = [b for b in blocks if "add_joint_revolute" in b]
     assert rigid, "the Rigid bodies block"
     monkeypatch.chdir(tmp_path)
-    run_python_block(rigid[0])  # alone, in a fresh namespace (it used to need `solver` from an earlier block)
+    run_python_block(rigid[0])  # alone, in a fresh namespace
 
 
-def test_row18_readme_gait_numbers_name_their_command(tmp_path, capfd):
+def test_row18_readme_numbers_point_to_their_commands(tmp_path, capfd):
     readme = (ROOT / "README.md").read_text()
-    caption = readme[readme.index("![Centre-of-mass paths"):]
-    caption = caption[: caption.index("\n\n", caption.index("*"))]
-    assert "softsnake gait --seconds 5 --json" in caption and "commit" in caption and "machine" in caption
-    code, out, _ = cli(["gait", "--coarse", "--seconds", "0.05", "--no-usd", "--quiet", "--json", "--out", tmp_path / "g"], capfd)
+    results = readme[readme.index("## Results") :]
+    assert "benchmarks/RESULTS.md" in results[: results.index("\n## ", 5)]
+    code, out, _ = cli(
+        ["gait", "--coarse", "--seconds", "0.05", "--no-usd", "--no-gif", "--quiet", "--json", "--out", tmp_path / "g"],
+        capfd,
+    )
     assert code == 0
     summary = json.loads(out)
     assert np.shape(summary["displacement_m"]) == (1, 2) and len(summary["speed_body_lengths_per_s"]) == 1
@@ -248,7 +324,9 @@ def test_row20_example_environment_and_gitignore(tmp_path, capfd):
     assert len(env.obstacles) == 2
     assert "examples/vinemap_environment.json" in (ROOT / "docs" / "vinemap.md").read_text()
     assert re.search(r"^/?runs/$", (ROOT / ".gitignore").read_text(), re.M)
-    code, out, _ = cli(["vinemap", "deploy", "--env", EXAMPLE_ENV, "--launch", "0.3333,0.03,80", "--out", tmp_path / "dep"], capfd)
+    code, out, _ = cli(
+        ["vinemap", "deploy", "--env", EXAMPLE_ENV, "--launch", "0.3333,0.03,80", "--out", tmp_path / "dep"], capfd
+    )
     assert code == 0 and json.loads((tmp_path / "dep" / "result.json").read_text())["shape"]
 
 

@@ -79,7 +79,7 @@ def test_npz_failure_mid_write(tmp_path):
         def __reduce__(self):
             raise RuntimeError("cannot pickle")
 
-    with pytest.raises(Exception):
+    with pytest.raises(RuntimeError, match="cannot pickle"):
         write_npz_atomic(tmp_path / "x.npz", good=np.zeros(1000), bad=np.array([NoPickle()], dtype=object))
     assert list(tmp_path.iterdir()) == []
 
@@ -233,7 +233,11 @@ def test_usd_roundtrip(tmp_path, suffix):
     assert len(xf.GetOrderedXformOps()[0].GetAttr().GetTimeSamples()) == frames
     assert stage.GetPrimAtPath("/World/plate/geom").GetTypeName() == "Cube"
     cyl = UsdGeom.Cylinder(stage.GetPrimAtPath("/World/wheel/geom"))
-    assert cyl.GetAxisAttr().Get() == "Y" and cyl.GetRadiusAttr().Get() == 0.05 and cyl.GetHeightAttr().Get() == pytest.approx(0.02)
+    assert (
+        cyl.GetAxisAttr().Get() == "Y"
+        and cyl.GetRadiusAttr().Get() == 0.05
+        and cyl.GetHeightAttr().Get() == pytest.approx(0.02)
+    )
 
 
 def test_usd_exception_in_block_writes_nothing(tmp_path):

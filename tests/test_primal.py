@@ -179,21 +179,6 @@ def test_both_formulations_rest_a_cube_on_the_ground(fem):
     assert -state.particle_q.numpy()[:, 2].min() < 1.7e-9
 
 
-def test_renamed_setting_still_loads_and_both_names_are_an_error(tmp_path):
-    """Configs and checkpoints written before the rename (cuda_graph → graph_capture) keep loading."""
-    from softsnake.robots.snake import SnakeConfig
-
-    f = tmp_path / "old.toml"
-    f.write_text("[solver]\ncuda_graph = false\n")
-    assert ss.SolverConfig.from_toml(f).graph_capture is False
-    assert SnakeConfig.from_dict({"solver": {"cuda_graph": False}}, source="old").solver.graph_capture is False
-    b = ss.ModelBuilder()
-    b.add_particle((0.0, 0.0, 1.0), mass=1.0)
-    assert ss.Solver(b.finalize(), cuda_graph=False).config.graph_capture is False
-    with pytest.raises(ValueError, match="not both"):
-        SnakeConfig.from_dict({"solver": {"cuda_graph": False, "graph_capture": True}}, source="old")
-
-
 def test_bad_solver_settings():
     with pytest.raises(ValueError, match="fem"):
         ss.SolverConfig(fem="mixed")

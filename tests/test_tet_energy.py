@@ -1,4 +1,4 @@
-"""Acceptance 2: patch test of one corotational tet against linear-elastic energy (shear pitfall, solver notes §3)."""
+"""Acceptance 2: patch test of one corotational tet against linear-elastic energy (shear note, docs/formulation.md §3)."""
 
 import numpy as np
 import pytest

@@ -54,9 +54,9 @@ def test_julia_reference_before_and_at_first_contact(vine_data):
     engine's contact step differs from the original's QP linearised at q_k, see docs/vine.md); 15 steps of
     rectangles_2: 1.6e-5 mm. (Full 5 s: `softsnake vine rollout ... --reference`, in the docs.)"""
     d = vine_data / "julia_rollouts"
-    c, _, _, _ = julia_case(d / "rectangles_1.rects", d / "rectangles_1.csv", seconds=60 / 90)
+    c, _, _, _ = julia_case(d / "rectangles_1.rects", d / "rectangles_1.csv.gz", seconds=60 / 90)
     assert c.steps == 60 and c.mean_body_error < 0.015e-3 and c.final_tip_error < 0.6e-3
-    c2, _, _, _ = julia_case(d / "rectangles_2.rects", d / "rectangles_2.csv", seconds=15 / 90)
+    c2, _, _, _ = julia_case(d / "rectangles_2.rects", d / "rectangles_2.csv.gz", seconds=15 / 90)
     assert c2.mean_body_error < 4.9e-8
 
 
@@ -284,7 +284,7 @@ def test_original_qp_step_reproduces_the_julia_rollouts(vine_data):
     cfg = VineConfig.preset_config("jitosho")
     d = vine_data / "julia_rollouts"
     for name, steps, tol in (("rectangles_2", (0, 100), 1e-8), ("rectangles_1", (20, 48, 49, 60), 2e-6)):
-        q, v = read_julia_rollout(d / f"{name}.csv")
+        q, v = read_julia_rollout(d / f"{name}.csv.gz")
         rects = read_rects(d / f"{name}.rects")
         for k in steps:
             q1, _ = step_si(cfg, q[k], v[k], rects)
@@ -301,7 +301,7 @@ def test_original_qp_with_the_original_solver_settings_reproduces_rectangles_1(v
 
     cfg = VineConfig.preset_config("jitosho")
     d = vine_data / "julia_rollouts"
-    q_ref, _ = read_julia_rollout(d / "rectangles_1.csv")
+    q_ref, _ = read_julia_rollout(d / "rectangles_1.csv.gz")
     q = rollout(cfg, read_rects(d / "rectangles_1.rects"), 120, solver="osqp")
     assert compare_to_reference(q, q_ref).mean_body_error < 2e-6
 

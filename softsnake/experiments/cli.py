@@ -23,7 +23,14 @@ def _config(args):
     cfg = SnakeConfig.from_toml(args.config) if getattr(args, "config", None) else SnakeConfig()
     if getattr(args, "coarse", False):
         cfg = cfg.with_coarse_mesh()
-    budget = {k: v for k, v in (("newton_iterations", getattr(args, "newton", None)), ("linear_iterations", getattr(args, "linear", None))) if v is not None}
+    budget = {
+        k: v
+        for k, v in (
+            ("newton_iterations", getattr(args, "newton", None)),
+            ("linear_iterations", getattr(args, "linear", None)),
+        )
+        if v is not None
+    }
     if budget:
         cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, **budget))
     return cfg
@@ -35,7 +42,11 @@ def _snake_world_bytes(cfg, links: int | None = None) -> int:
     from softsnake.cli_args import model_bytes
 
     n = cfg.links if links is None else links
-    return model_bytes(particles=n * cfg.sections * (3 * cfg.inner_ring + 1), tets=n * (cfg.sections - 1) * 12 * cfg.inner_ring, bodies=3 * (n + 1))
+    return model_bytes(
+        particles=n * cfg.sections * (3 * cfg.inner_ring + 1),
+        tets=n * (cfg.sections - 1) * 12 * cfg.inner_ring,
+        bodies=3 * (n + 1),
+    )
 
 
 def _frames(seconds: float, cfg, what: str = "--seconds") -> int:
@@ -45,7 +56,16 @@ def _frames(seconds: float, cfg, what: str = "--seconds") -> int:
     return frames
 
 
-def _check_size(what: str, cfg, worlds: int, *, links: int | None = None, frames: int = 0, values_per_frame: int = 0, device: str = "cpu") -> None:
+def _check_size(
+    what: str,
+    cfg,
+    worlds: int,
+    *,
+    links: int | None = None,
+    frames: int = 0,
+    values_per_frame: int = 0,
+    device: str = "cpu",
+) -> None:
     """Memory of ``worlds`` snake worlds plus ``frames`` × worlds × ``values_per_frame`` float64 records."""
     from softsnake.cli_args import check_memory
 
@@ -53,16 +73,21 @@ def _check_size(what: str, cfg, worlds: int, *, links: int | None = None, frames
 
 
 @contextmanager
-def _progress(desc: str, quiet: bool):
+def _progress(desc: str, quiet: bool, prog: str = "softsnake"):
     """A frame-progress callback ``update(done, total)`` for the run inside the ``with`` block; the tqdm bar opens on
     the first update and is closed when the block ends, also when an interruption propagates through it (so the
-    bar never writes after the CLI's last message)."""
+    bar never writes after the CLI's last message). A run that will take more than an hour says so (also when
+    ``quiet``), once its first frames are timed."""
     from tqdm import tqdm
 
+    from softsnake.cli_args import RunTimeNotice
+
     bar = None
+    notice = RunTimeNotice(prog)
 
     def update(done, total):
         nonlocal bar
+        notice(done, total)
         if quiet:
             return
         if bar is None:
@@ -77,48 +102,126 @@ def _progress(desc: str, quiet: bool):
 
 
 # ---------------------------------------------------------------------------- gait
+#: a gait period must span at least this many control frames, or the sampled targets no longer describe the wave
+FRAMES_PER_GAIT_PERIOD = 4
+
+
+def _resumed_config(path):
+    """The configuration and world count of checkpoint ``path``, read without building the snake (format checked)."""
+    import tomllib
+
+    from softsnake.io.arrays import read_npz
+    from softsnake.robots.snake import SnakeConfig
+    from softsnake.robots.snake_sim import check_checkpoint_format
+
+    data = read_npz(path, "checkpoint")
+    check_checkpoint_format(data, path)
+    try:
+        cfg = SnakeConfig.from_dict(tomllib.loads(str(data["config_toml"])), source=str(path))
+        return cfg, int(json.loads(str(data["meta"]))["worlds"])
+    except (KeyError, TypeError, ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"checkpoint {str(path)!r} is damaged: {exc}") from None
+
+
 def check_gait_command(args) -> None:
     from softsnake.cli_args import check_device
     from softsnake.robots.pneumatics import OpenLoopGait
 
-    cfg = _config(args)
-    if args.no_latency:
-        cfg = dataclasses.replace(cfg, pneumatics=dataclasses.replace(cfg.pneumatics, latency=False))
-    args.gait = OpenLoopGait(omega_hz=args.omega, alpha=args.alpha, phi=args.phi, amplitude_psi=args.amplitude, p_max_psi=cfg.p_max_psi)
+    if args.resume:
+        given = [
+            f
+            for f, v in (
+                ("--config", args.config),
+                ("--coarse", args.coarse),
+                ("--worlds", args.worlds),
+                ("--no-latency", args.no_latency),
+            )
+            if v
+        ]
+        if given:
+            raise ValueError(
+                f"--resume continues the checkpoint's snakes with their configuration; leave out {', '.join(given)}"
+            )
+        cfg, args.worlds = _resumed_config(args.resume)
+        budget = {
+            k: v for k, v in (("newton_iterations", args.newton), ("linear_iterations", args.linear)) if v is not None
+        }
+        if budget:
+            cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, **budget))
+    else:
+        args.worlds = args.worlds or 1
+        cfg = _config(args)
+        if args.no_latency:
+            cfg = dataclasses.replace(cfg, pneumatics=dataclasses.replace(cfg.pneumatics, latency=False))
+    highest = 1.0 / (FRAMES_PER_GAIT_PERIOD * cfg.frame_dt)
+    if args.omega > highest:
+        raise ValueError(
+            f"--omega must be ≤ {highest:g} Hz (the gait is sampled once per {cfg.frame_dt:.4g} s control frame, and "
+            f"a period needs at least {FRAMES_PER_GAIT_PERIOD} frames), got {args.omega:g}"
+        )
+    args.gait = OpenLoopGait(
+        omega_hz=args.omega, alpha=args.alpha, phi=args.phi, amplitude_psi=args.amplitude, p_max_psi=cfg.p_max_psi
+    )
     frames = _frames(args.seconds, cfg)
     check_device(args.device)
-    _check_size(f"--worlds {args.worlds} × --seconds {args.seconds:g}", cfg, args.worlds, frames=frames, values_per_frame=4 + 2 * cfg.links, device=args.device)
+    _check_size(
+        f"--worlds {args.worlds} × --seconds {args.seconds:g}",
+        cfg,
+        args.worlds,
+        frames=frames,
+        values_per_frame=4 + 2 * cfg.links,
+        device=args.device,
+    )
     args.cfg = cfg
 
 
 def run_gait_command(args) -> int:
     cfg, gait, out = args.cfg, args.gait, Path(args.out)
-    from softsnake.experiments.gait import SnakeUsdRecorder, plot_trajectory, run_gait
+    from softsnake.experiments.gait import SnakeAnimation, SnakeUsdRecorder, plot_trajectory, run_gait
     from softsnake.io.files import write_json_atomic
     from softsnake.robots.snake_sim import SnakeSim
 
-    sim = SnakeSim(worlds=args.worlds, device=args.device, config=cfg)
+    if args.resume:
+        sim = SnakeSim.load(args.resume, device=args.device, solver=cfg.solver)
+    else:
+        sim = SnakeSim(worlds=args.worlds, device=args.device, config=cfg)
     if not args.json:
-        print(sim)
+        print(sim if not args.resume else f"{sim}, resumed at t = {sim.time:.4g} s")
     usd = None if args.no_usd else SnakeUsdRecorder(out / f"snake.{args.usd_format}", sim, every=args.usd_every)
+    animation = None if args.no_gif else SnakeAnimation(sim)
+    recorders = [r for r in (usd, animation) if r is not None]
+
+    def record(s):
+        for r in recorders:
+            r(s)
+
     try:
-        with _progress("gait", args.quiet) as progress:
-            traj = run_gait(gait, args.seconds, sim=sim, frame_callback=usd, progress=progress)
+        with _progress("gait", args.quiet, args.prog) as progress:
+            traj = run_gait(gait, args.seconds, sim=sim, frame_callback=record, progress=progress)
     except BaseException:
         if usd is not None:
             usd.discard()
         raise
     traj.save(out / "trajectory.npz")
-    label = f"ω={gait.omega_hz} Hz, α={gait.alpha:.3f}, φ={gait.phi}, A={gait.amplitude_psi} psi, latency {'off' if args.no_latency else 'on'}"
+    sim.save(out / "checkpoint.npz")
+    latency = cfg.pneumatics.latency
+    label = (
+        f"ω={gait.omega_hz} Hz, α={gait.alpha:.3f}, φ={gait.phi}, A={gait.amplitude_psi} psi, latency "
+        f"{'on' if latency else 'off'}"
+    )
     plot_trajectory(traj, out / "trajectory.png", title=label)
+    if animation is not None:
+        animation.save(out / "snake.gif", title=label)
     if usd is not None:
         usd.close()
     speed = traj.speed_body_lengths()
     summary = dict(
         gait=dataclasses.asdict(gait),
-        latency=not args.no_latency,
+        latency=latency,
+        resumed_from=str(args.resume) if args.resume else None,
+        start_seconds=traj.t0,
         worlds=args.worlds,
-        seconds=float(traj.t[-1]),
+        seconds=float(traj.t[-1]),  # the time at the end of the run, counted from the start of the gait
         displacement_m=traj.displacement().tolist(),
         speed_body_lengths_per_s=speed.tolist(),
         body_length_m=traj.body_length,
@@ -128,8 +231,16 @@ def run_gait_command(args) -> int:
     if args.json:
         print(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=1))
         return 0
-    print(f"COM displacement world 0: {traj.displacement()[0].round(4).tolist()} m, mean speed {speed[0]:.3f} body lengths/s")
-    print(f"wrote {Path(args.out_final) / 'trajectory.npz'}, trajectory.png, summary.json" + ("" if usd is None else f", snake.{args.usd_format}"))
+    print(
+        f"COM displacement world 0: {traj.displacement()[0].round(4).tolist()} m, mean speed {speed[0]:.3f} body "
+        "lengths/s"
+    )
+    written = (
+        ["trajectory.png", "summary.json", "checkpoint.npz"]
+        + ([] if animation is None else ["snake.gif"])
+        + ([] if usd is None else [f"snake.{args.usd_format}"])
+    )
+    print(f"wrote {Path(args.out_final) / 'trajectory.npz'}, {', '.join(written)}")
     return 0
 
 
@@ -140,14 +251,26 @@ def check_curvature_command(args) -> None:
     cfg = _config(args)
     p_max = cfg.p_max_psi
     if args.max_psi < p_max:
-        raise ValueError(f"--max-psi must be ≥ p_max = {p_max:g} psi (the linear fits and the bending angle are over 0…p_max), got {args.max_psi:g}")
+        raise ValueError(
+            f"--max-psi must be ≥ p_max = {p_max:g} psi (the linear fits and the bending angle are over 0…p_max), got "
+            f"{args.max_psi:g}"
+        )
     count = 2 * args.max_psi / args.step_psi + 1  # pressures in the sweep (float: may overflow an int)
     check_device(args.device)
-    _check_size(f"--max-psi {args.max_psi:g} / --step-psi {args.step_psi:g} ({count:.0f} pressures)", cfg, count, links=1, device=args.device)
+    _check_size(
+        f"--max-psi {args.max_psi:g} / --step-psi {args.step_psi:g} ({count:.0f} pressures)",
+        cfg,
+        count,
+        links=1,
+        device=args.device,
+    )
     p = np.arange(-args.max_psi, args.max_psi + 0.5 * args.step_psi, args.step_psi)
     fitted = int(np.count_nonzero((p >= -1e-9) & (p <= p_max + 1e-9)))
     if fitted < 3 or int(np.count_nonzero((p <= 1e-9) & (p >= -p_max - 1e-9))) < 3:
-        raise ValueError(f"--step-psi {args.step_psi:g} leaves {fitted} pressures in 0…{p_max:g} psi; the linear fit needs at least 3 on each side (step ≤ {p_max / 2:g} psi)")
+        raise ValueError(
+            f"--step-psi {args.step_psi:g} leaves {fitted} pressures in 0…{p_max:g} psi; the linear fit needs at "
+            f"least 3 on each side (step ≤ {p_max / 2:g} psi)"
+        )
     args.cfg, args.pressures = cfg, p
 
 
@@ -156,8 +279,10 @@ def run_curvature_command(args) -> int:
     from softsnake.experiments.curvature import curvature_sweep
     from softsnake.io.files import save_figure_atomic, write_text_atomic
 
-    with _progress("curvature", args.quiet) as progress:
-        r = curvature_sweep(args.pressures, config=cfg, device=args.device, settle_seconds=args.seconds, progress=progress)
+    with _progress("curvature", args.quiet, args.prog) as progress:
+        r = curvature_sweep(
+            args.pressures, config=cfg, device=args.device, settle_seconds=args.seconds, progress=progress
+        )
     rows = ["pressure_psi,curvature_per_m"] + [f"{a:.6g},{k:.8g}" for a, k in zip(r.pressure_psi, r.curvature_per_m)]
     write_text_atomic(out / "curvature.csv", "\n".join(rows) + "\n")
     pos, neg = r.linear_fit(0.0, cfg.p_max_psi), r.linear_fit(-cfg.p_max_psi, 0.0)
@@ -180,7 +305,10 @@ def run_curvature_command(args) -> int:
     save_figure_atomic(fig, out / "curvature.png", dpi=110)
     plt.close(fig)
     print(f"+side: {pos[0]:.4f} 1/(m·psi), R²={pos[2]:.5f}; −side: {neg[0]:.4f} 1/(m·psi), R²={neg[2]:.5f}")
-    print(f"bending angle at +{cfg.p_max_psi:g} psi: {r.bending_angle_deg(cfg.p_max_psi):.1f}°, at −{cfg.p_max_psi:g} psi: {r.bending_angle_deg(-cfg.p_max_psi):.1f}°")
+    print(
+        f"bending angle at +{cfg.p_max_psi:g} psi: {r.bending_angle_deg(cfg.p_max_psi):.1f}°, at −{cfg.p_max_psi:g} "
+        f"psi: {r.bending_angle_deg(-cfg.p_max_psi):.1f}°"
+    )
     print(f"settled: the averaged curvatures changed by at most {r.settled_to:.3g} 1/m between the last two windows")
     print(f"wrote {Path(args.out_final) / 'curvature.csv'}, curvature.png")
     return 0
@@ -202,9 +330,17 @@ def run_step_response_command(args) -> int:
     from softsnake.experiments.step_response import plot_step_responses, step_responses
     from softsnake.io.files import write_npz_atomic
 
-    with _progress("step response", args.quiet) as progress:
+    with _progress("step response", args.quiet, args.prog) as progress:
         r = step_responses(config=cfg, seconds=args.seconds, device=args.device, progress=progress)
-    write_npz_atomic(out / "step_response.npz", t=r.t, levels_psi=r.levels_psi, inflate_pressure=r.inflate_pressure, inflate_curvature=r.inflate_curvature, deflate_pressure=r.deflate_pressure, deflate_curvature=r.deflate_curvature)
+    write_npz_atomic(
+        out / "step_response.npz",
+        t=r.t,
+        levels_psi=r.levels_psi,
+        inflate_pressure=r.inflate_pressure,
+        inflate_curvature=r.inflate_curvature,
+        deflate_pressure=r.deflate_pressure,
+        deflate_curvature=r.deflate_curvature,
+    )
     plot_step_responses(r, out / "step_response.png")
     for lv, rise, fall in zip(r.levels_psi, r.rise_time(), r.fall_time()):
         print(f"{lv:4.1f} psi: 90% rise {rise:.3f} s, 10% fall {fall:.3f} s")
@@ -221,14 +357,34 @@ def check_bench_command(args) -> None:
     args.snake_counts = parse_snakes(args.snakes)
     check_device(args.device)
     biggest = max(args.snake_counts)
-    _check_size(f"--snakes {biggest:g}", cfg, max(1, math.ceil(biggest)), links=1 if biggest < 1 else None, device=args.device)
+    _check_size(
+        f"--snakes {biggest:g}", cfg, max(1, math.ceil(biggest)), links=1 if biggest < 1 else None, device=args.device
+    )
     args.cfg = cfg
+
+
+#: ``bench --frames`` from which a short timing of the largest count comes first, to say if the run takes over an hour
+BENCH_PROBE_FROM = 1000
+
+
+def _bench_time_notice(args) -> None:
+    """Time 3 frames of the largest snake count and say how long the whole bench will take, if over an hour."""
+    from softsnake.cli_args import RunTimeNotice
+    from softsnake.experiments.bench import bench_snakes
+
+    probe = bench_snakes(max(args.snake_counts), 3, device=args.device, config=args.cfg, warmup=1)
+    total = len(args.snake_counts) * args.frames
+    notice = RunTimeNotice(args.prog, probe_units=1, probe_s=0.0, clock=iter([0.0, 1e-3 * probe["ms_total"]]).__next__)
+    notice(0, total)
+    notice(1, total)
 
 
 def run_bench_command(args) -> int:
     from softsnake.experiments.bench import PAPER_TABLE_II, bench_snakes
 
     cfg, snakes = args.cfg, args.snake_counts
+    if args.frames >= BENCH_PROBE_FROM:
+        _bench_time_notice(args)
     rows = []
     for s in snakes:
         rows.append(bench_snakes(s, args.frames, device=args.device, config=cfg))
@@ -237,8 +393,11 @@ def run_bench_command(args) -> int:
             paper = PAPER_TABLE_II.get(s)
             per = "    -" if r["ms_per_snake"] is None else f"{r['ms_per_snake']:8.2f}"
             print(
-                f"snakes {s:5g} | assembly {r['ms_assembly']:8.2f} ms | solve {r['ms_solve']:8.2f} ms | total {r['ms_total']:8.2f} ms | per snake {per} | "
-                f"{r['steps_per_s']:7.1f} steps/s | RTF {r['real_time_factor']:.3f} | {r['launches_per_step']:.0f} launches/step | peak {r['peak_memory_mb']:.0f} MB | paper total {paper[2] if paper else '-'} ms",
+                f"snakes {s:5g} | assembly {r['ms_assembly']:8.2f} ms | solve {r['ms_solve']:8.2f} ms | total "
+                f"{r['ms_total']:8.2f} ms | per snake {per} | "
+                f"{r['steps_per_s']:7.1f} steps/s | RTF {r['real_time_factor']:.3f} | "
+                f"{r['launches_per_step']:.0f} launches/step | peak {r['peak_memory_mb']:.0f} "
+                f"MB | paper total {paper[2] if paper else '-'} ms",
                 flush=True,
             )
     if args.json:
@@ -266,9 +425,19 @@ def run_info_command(args) -> int:
 
     cfg = args.cfg
     lines = ["one snake vs paper Table I:"]
-    lines += [f"  {k:22s} {ours:6d}   paper {paper:6d}   {100 * rel:+6.1f}%" for k, (ours, paper, rel) in snake_counts(cfg).items()]
-    lines.append(f"body length {cfg.body_length:.3f} m, link {cfg.link_length} m × Ø{2 * cfg.link_radius} m, Y = {cfg.youngs_modulus} Pa, ν = {cfg.poisson_ratio}")
-    lines.append(f"solver: h = {cfg.h:.5f} s ({cfg.substeps} sub-steps per {cfg.frame_dt:.5f} s frame), {cfg.solver.newton_iterations} Newton × {cfg.solver.linear_iterations} PCR")
+    lines += [
+        f"  {k:22s} {ours:6d}   paper {paper:6d}   {100 * rel:+6.1f}%"
+        for k, (ours, paper, rel) in snake_counts(cfg).items()
+    ]
+    lines.append(
+        f"body length {cfg.body_length:.3f} m, link {cfg.link_length} m × Ø{2 * cfg.link_radius} m, Y = "
+        f"{cfg.youngs_modulus} Pa, ν = {cfg.poisson_ratio}"
+    )
+    linear = "MINRES" if cfg.solver.fem == "primal" else "PCR"
+    lines.append(
+        f"solver: h = {cfg.h:.5f} s ({cfg.substeps} sub-steps per {cfg.frame_dt:.5f} s frame), "
+        f"{cfg.solver.newton_iterations} Newton × {cfg.solver.linear_iterations} {linear} iterations"
+    )
     lines += ["", "full configuration (this whole output is TOML: save it and load it with --config):"]
     print("\n".join(f"# {line}".rstrip() for line in lines))
     print()
@@ -280,25 +449,61 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     from softsnake.cli_args import input_path, integer, number, output_file, output_folder
 
     def common(p, device=True):
-        p.add_argument("--config", type=input_path, default=None, help="snake configuration TOML ([snake], [pneumatics], [solver] tables)")
-        p.add_argument("--coarse", action="store_true", help="coarse link mesh (5 sections, 13 particles each) for quick runs")
-        p.add_argument("--newton", type=integer(1), default=None, help="Newton iterations per solver step (default: config, 4)")
-        p.add_argument("--linear", type=integer(1), default=None, help="PCR iterations per Newton iteration (default: config, 20)")
+        p.add_argument(
+            "--config",
+            type=input_path,
+            default=None,
+            help="snake configuration TOML ([snake], [pneumatics], [solver] tables)",
+        )
+        p.add_argument(
+            "--coarse", action="store_true", help="coarse link mesh (5 sections, 13 particles each) for quick runs"
+        )
+        p.add_argument(
+            "--newton", type=integer(1), default=None, help="Newton iterations per solver step (default: config, 4)"
+        )
+        p.add_argument(
+            "--linear",
+            type=integer(1),
+            default=None,
+            help='linear-solver iterations per Newton iteration: MINRES, or PCR with fem = "dual" '
+            "(default: config, 20)",
+        )
         if device:
             p.add_argument("--device", default="cpu", help="warp device: cpu, cuda, cuda:0 (default: cpu)")
             p.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    p = sub.add_parser("gait", help="open-loop undulation gait (paper Eq. 9): trajectory.npz/.png, snake.usdc")
+    p = sub.add_parser(
+        "gait",
+        help="open-loop undulation gait (paper Eq. 9): trajectory.npz/.png, snake.gif, snake.usdc, checkpoint.npz",
+    )
     common(p)
-    p.add_argument("--worlds", type=integer(1), default=1, help="snakes simulated together (default 1)")
-    p.add_argument("--seconds", type=number(0, lo_open=True), default=5.0, help="simulated time [s] (default 5)")
-    p.add_argument("--omega", type=number(), default=2.0, help="oscillation frequency ω [Hz] (default 2)")
+    p.add_argument("--worlds", type=integer(1), default=None, help="snakes simulated together (default 1)")
+    p.add_argument(
+        "--seconds",
+        type=number(0, lo_open=True),
+        default=5.0,
+        help="simulated time [s] (default 5; with --resume: how much longer)",
+    )
+    p.add_argument(
+        "--resume",
+        type=input_path,
+        default=None,
+        metavar="CHECKPOINT",
+        help="continue the run that wrote this checkpoint.npz (its snakes, configuration and gait time)",
+    )
+    p.add_argument(
+        "--omega",
+        type=number(0),
+        default=2.0,
+        help="oscillation frequency ω [Hz], ≤ a quarter of the frame rate (15 Hz) (default 2)",
+    )
     p.add_argument("--alpha", type=number(), default=math.pi / 2, help="phase lag between links α [rad] (default π/2)")
     p.add_argument("--phi", type=number(-1, 1), default=0.0, help="offset φ in [−1, 1] (turning; default 0)")
     p.add_argument("--amplitude", type=number(), default=8.0, help="amplitude A [psi] ≤ p_max (default 8)")
     p.add_argument("--no-latency", action="store_true", help="pressures follow the targets instantly (paper Fig. 7)")
     p.add_argument("--out", type=output_folder, required=True, help="output folder")
     p.add_argument("--no-usd", action="store_true", help="skip the USD animation")
+    p.add_argument("--no-gif", action="store_true", help="skip the animated top view (snake.gif)")
     p.add_argument("--usd-every", type=integer(1), default=2, help="write every k-th frame to USD (default 2: 30 fps)")
     p.add_argument("--usd-format", choices=("usdc", "usda"), default="usdc")
     p.add_argument("--json", action="store_true", help="print the run's summary (displacement, speed) as JSON")
@@ -306,25 +511,58 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("curvature", help="quasi-static curvature vs pressure of one link (paper Fig. 5)")
     common(p)
-    p.add_argument("--max-psi", type=number(0, lo_open=True), default=10.0, help="sweep from −max to +max [psi], ≥ p_max (default 10)")
-    p.add_argument("--step-psi", type=number(0, lo_open=True), default=1.0, help="pressure step [psi], ≤ p_max/2 (default 1)")
-    p.add_argument("--seconds", type=number(0.5), default=5.0, help="time each pressure is ramped (0.5 s) and held [s], ≥ 0.5: two 0.25 s averaging windows (default 5: at the real-time budget the held link relaxes for seconds; shorter runs are quick checks, see the settled line)")
+    p.add_argument(
+        "--max-psi",
+        type=number(0, lo_open=True),
+        default=10.0,
+        help="sweep from −max to +max [psi], ≥ p_max (default 10)",
+    )
+    p.add_argument(
+        "--step-psi", type=number(0, lo_open=True), default=1.0, help="pressure step [psi], ≤ p_max/2 (default 1)"
+    )
+    p.add_argument(
+        "--seconds",
+        type=number(0.5),
+        default=5.0,
+        help=(
+            "time each pressure is ramped (0.5 s) and held [s], ≥ 0.5: two 0.25 s averaging windows (default 5: at "
+            "the real-time budget the held link relaxes for seconds; shorter runs are quick checks, see the settled "
+            "line)"
+        ),
+    )
     p.add_argument("--out", type=output_folder, required=True, help="output folder")
     p.set_defaults(func=run_curvature_command, check=check_curvature_command, stage="out")
 
-    p = sub.add_parser("step-response", help="chamber inflation/deflation step responses, 60–100%% of p_max (paper Fig. 6)")
+    p = sub.add_parser(
+        "step-response", help="chamber inflation/deflation step responses, 60–100%% of p_max (paper Fig. 6)"
+    )
     common(p)
-    p.add_argument("--seconds", type=number(0, lo_open=True), default=1.0, help="duration of each phase [s] (default 1)")
+    p.add_argument(
+        "--seconds", type=number(0, lo_open=True), default=1.0, help="duration of each phase [s] (default 1)"
+    )
     p.add_argument("--out", type=output_folder, required=True, help="output folder")
     p.set_defaults(func=run_step_response_command, check=check_step_response_command, stage="out")
 
     p = sub.add_parser("bench", help="multi-snake benchmark (paper Table II): ms per frame of 2 sub-steps")
     common(p)
-    p.add_argument("--snakes", default="0.25,1,2,4", help="comma-separated snake counts; 0.25 = one link (default 0.25,1,2,4)")
-    p.add_argument("--frames", type=integer(1), default=20, help="timed frames per count (default 20)")
+    p.add_argument(
+        "--snakes", default="0.25,1,2,4", help="comma-separated snake counts; 0.25 = one link (default 0.25,1,2,4)"
+    )
+    p.add_argument(
+        "--frames",
+        type=integer(1, 100_000, why="a longer timing does not change the mean; time long runs with gait"),
+        default=20,
+        help="timed frames per count (default 20, at most 100000)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--csv", type=output_file(".csv"), help="also write the rows (incl. snake-steps/s and peak memory) to this CSV file")
-    p.add_argument("--plot", type=output_file(".png"), help="also plot ms/frame and snake-steps/s against the snake count (PNG)")
+    p.add_argument(
+        "--csv",
+        type=output_file(".csv"),
+        help="also write the rows (incl. snake-steps/s and peak memory) to this CSV file",
+    )
+    p.add_argument(
+        "--plot", type=output_file(".png"), help="also plot ms/frame and snake-steps/s against the snake count (PNG)"
+    )
     p.set_defaults(func=run_bench_command, check=check_bench_command)
 
     p = sub.add_parser("info", help="model counts (vs paper Table I) and settings, as TOML that --config loads")

@@ -39,7 +39,16 @@ class CurvatureResult:
         return float(a), float(b), 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
 
 
-def curvature_sweep(pressures_psi, *, config: SnakeConfig | None = None, device: str = "cpu", ramp_seconds: float = 0.5, settle_seconds: float = 5.0, average_seconds: float = 0.25, progress=None) -> CurvatureResult:
+def curvature_sweep(
+    pressures_psi,
+    *,
+    config: SnakeConfig | None = None,
+    device: str = "cpu",
+    ramp_seconds: float = 0.5,
+    settle_seconds: float = 5.0,
+    average_seconds: float = 0.25,
+    progress=None,
+) -> CurvatureResult:
     """Settled curvature of one link for each signed pressure [psi] (|p| may exceed p_max here, as in Fig. 5).
 
     The pressure (latency off) rises linearly over ``ramp_seconds`` [s] (a quasi-static load; a jump of several psi
@@ -54,7 +63,12 @@ def curvature_sweep(pressures_psi, *, config: SnakeConfig | None = None, device:
         raise ValueError("pressures must be a non-empty list of finite numbers [psi]")
     base = config or SnakeConfig()
     top = float(np.max(np.abs(p)))
-    pneu = dataclasses.replace(base.pneumatics, latency=False, p_max_psi=max(base.pneumatics.p_max_psi, top), supply_psi=max(base.pneumatics.supply_psi, top))
+    pneu = dataclasses.replace(
+        base.pneumatics,
+        latency=False,
+        p_max_psi=max(base.pneumatics.p_max_psi, top),
+        supply_psi=max(base.pneumatics.supply_psi, top),
+    )
     cfg = dataclasses.replace(base, links=1, pneumatics=pneu)
     sim = SnakeSim(worlds=p.size, device=device, config=cfg)
     frames = int(round(settle_seconds / cfg.frame_dt))

@@ -1,5 +1,5 @@
 """Open-loop gait runs (paper Sec. VI-B, Fig. 7): trajectories of the centre of mass, pressures and curvatures, with
-outputs as .npz, a plot and an animated USD stage."""
+outputs as .npz, a plot, an animated top view (GIF) and an animated USD stage."""
 
 from __future__ import annotations
 
@@ -16,9 +16,10 @@ from softsnake.robots.snake_sim import SnakeSim, gait_targets
 
 @dataclass
 class Trajectory:
-    """Per-frame records of a gait run (T frames, N worlds)."""
+    """Per-frame records of a gait run (T frames, N worlds); ``t0`` is the time the run started at (0, or the time of
+    the checkpoint it resumed), ``com0`` / ``heading0`` the state then."""
 
-    t: np.ndarray  # (T,) [s]
+    t: np.ndarray  # (T,) [s] time at the end of each frame
     com: np.ndarray  # (T, N, 3) [m]
     pressure: np.ndarray  # (T, N, links) signed [psi]
     curvature: np.ndarray  # (T, N, links) [1/m]
@@ -32,8 +33,8 @@ class Trajectory:
     def speed_body_lengths(self, start: float = 0.0) -> np.ndarray:
         """Mean planar COM speed (N,) [body lengths / s] over the run, or from the first frame at or after ``start`` [s]
         to the end (leaving out the start-up from rest)."""
-        if start <= 0.0:
-            return np.linalg.norm(self.displacement(), axis=1) / self.t[-1] / self.body_length
+        if start <= self.t0:
+            return np.linalg.norm(self.displacement(), axis=1) / (self.t[-1] - self.t0) / self.body_length
         i = int(np.searchsorted(self.t, start))
         if i >= len(self.t) - 1:
             raise ValueError(f"start={start} s leaves fewer than two frames of a {self.t[-1]:.3f} s run")
@@ -43,25 +44,47 @@ class Trajectory:
     def window_speed(self, a: float, b: float) -> np.ndarray:
         """Mean planar COM speed (N,) [body lengths / s] over the window [a, b] [s]: from the start state (a ≤ 0) or the
         first frame at ``a`` to the first frame at ``b`` (the last frame if the run ends first), over b − a."""
-        start = self.com0 if a <= 0.0 else self.com[np.searchsorted(self.t, a - 1e-9)]
+        start = self.com0 if a <= self.t0 else self.com[np.searchsorted(self.t, a - 1e-9)]
         end = self.com[min(np.searchsorted(self.t, b - 1e-9), len(self.t) - 1)]
         return np.linalg.norm((end - start)[:, :2], axis=1) / (b - a) / self.body_length
 
-    com0: np.ndarray = None  # (N, 3) COM at t = 0 [m]
-    heading0: np.ndarray = None  # (N,) heading at t = 0 [rad]
+    com0: np.ndarray = None  # (N, 3) COM at t0 [m]
+    heading0: np.ndarray = None  # (N,) heading at t0 [rad]
+    t0: float = 0.0  # [s]
 
     def turn(self) -> np.ndarray:
         """Heading change over the run (N,) [rad]; positive = counter-clockwise (toward +y when heading +x)."""
         return self.heading[-1] - self.heading0
 
     def save(self, path) -> Path:
-        return write_npz_atomic(path, t=self.t, com=self.com, pressure=self.pressure, curvature=self.curvature, heading=self.heading, com0=self.com0, body_length=np.float64(self.body_length))
+        return write_npz_atomic(
+            path,
+            t=self.t,
+            com=self.com,
+            pressure=self.pressure,
+            curvature=self.curvature,
+            heading=self.heading,
+            com0=self.com0,
+            t0=np.float64(self.t0),
+            body_length=np.float64(self.body_length),
+        )
 
 
-def run_gait(gait, seconds: float, *, worlds: int = 1, config: SnakeConfig | None = None, device: str = "cpu", sim: SnakeSim | None = None, frame_callback=None, progress=None) -> Trajectory:
+def run_gait(
+    gait,
+    seconds: float,
+    *,
+    worlds: int = 1,
+    config: SnakeConfig | None = None,
+    device: str = "cpu",
+    sim: SnakeSim | None = None,
+    frame_callback=None,
+    progress=None,
+) -> Trajectory:
     """Run an open-loop gait (one OpenLoopGait for all worlds, or a list of one per world) for ``seconds`` [s].
 
-    ``frame_callback(sim)`` is called after every frame (e.g. a USD writer); ``progress(done, total)`` for a display."""
+    ``frame_callback(sim)`` is called after every frame (e.g. a USD writer); ``progress(done, total)`` for a display.
+    A ``sim`` given here continues from its time (a resumed checkpoint continues its gait where it stopped)."""
     if not np.isfinite(seconds) or seconds <= 0:
         raise ValueError(f"seconds must be > 0, got {seconds!r}")
     if isinstance(gait, (list, tuple)):
@@ -70,7 +93,7 @@ def run_gait(gait, seconds: float, *, worlds: int = 1, config: SnakeConfig | Non
     links, frames = sim.links, int(round(seconds / sim.config.frame_dt))
     if frames < 1:
         raise ValueError(f"seconds={seconds} is shorter than one frame ({sim.config.frame_dt} s)")
-    com0, heading0 = sim.com(), sim.heading()
+    com0, heading0, t0 = sim.com(), sim.heading(), sim.time
     t = np.empty(frames)
     heading = np.empty((frames, sim.worlds))
     com = np.empty((frames, sim.worlds, 3))
@@ -86,7 +109,7 @@ def run_gait(gait, seconds: float, *, worlds: int = 1, config: SnakeConfig | Non
             frame_callback(sim)
         if progress is not None:
             progress(k + 1, frames)
-    return Trajectory(t, com, pressure, curvature, heading, sim.config.body_length, com0, heading0)
+    return Trajectory(t, com, pressure, curvature, heading, sim.config.body_length, com0, heading0, t0)
 
 
 def plot_trajectory(traj: Trajectory, path, *, labels=None, title: str = "") -> Path:
@@ -166,6 +189,63 @@ class SnakeUsdRecorder:
 
     def discard(self) -> None:
         self.writer.discard()
+
+
+class SnakeAnimation:
+    """Frame callback that records snake 0 seen from above (its particles and carriages, on the ground plane) and
+    saves it as an animated GIF (matplotlib's Pillow writer) at about ``fps`` frames per second of simulated time."""
+
+    def __init__(self, sim: SnakeSim, *, fps: float = 15.0):
+        self.every = max(1, round(1.0 / (fps * sim.config.frame_dt)))
+        self.fps = 1.0 / (self.every * sim.config.frame_dt)
+        self.carriages = np.asarray(sim.layout.carriages)
+        self.times, self.particles, self.bodies = [], [], []
+        self(sim, force=True)
+
+    def __call__(self, sim: SnakeSim, force: bool = False) -> None:
+        if not force and (sim.frame % self.every):
+            return
+        self.times.append(sim.time)
+        self.particles.append(sim.particle_positions()[0, :, :2].copy())
+        self.bodies.append(sim.body_poses()[0, self.carriages, :2].copy())
+
+    def save(self, path, *, title: str = "") -> Path:
+        """Write the animation to ``path`` (.gif) atomically."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.animation import FuncAnimation, PillowWriter
+
+        from softsnake.io.files import atomic_path
+
+        xy = np.concatenate([np.concatenate(self.particles), np.concatenate(self.bodies)])
+        lo, hi = xy.min(axis=0) - 0.05, xy.max(axis=0) + 0.05
+        span = hi - lo
+        fig, ax = plt.subplots(figsize=(5.0, float(np.clip(5.0 * span[1] / span[0] + 1.2, 2.4, 5.0))))
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+        ax.set_aspect("equal")
+        ax.set_xlabel("x [m]")
+        ax.set_ylabel("y [m]")
+        ax.grid(alpha=0.3)
+        ax.set_title(f"snake 0 from above: link particles (orange), carriages (black)\n{title}", fontsize=7)
+        soft = ax.plot([], [], ".", ms=1.5, color="tab:orange")[0]  # link particles
+        rigid = ax.plot([], [], "s", ms=4, color="0.2")[0]  # carriages
+        clock = ax.text(0.02, 0.95, "", transform=ax.transAxes, fontsize=8, va="top")
+        fig.tight_layout()
+
+        def draw(k):
+            soft.set_data(self.particles[k][:, 0], self.particles[k][:, 1])
+            rigid.set_data(self.bodies[k][:, 0], self.bodies[k][:, 1])
+            clock.set_text(f"t = {self.times[k]:.2f} s")
+            return soft, rigid, clock
+
+        animation = FuncAnimation(fig, draw, frames=len(self.times), blit=True)
+        with atomic_path(path) as tmp:
+            animation.save(tmp, writer=PillowWriter(fps=self.fps), dpi=90)
+        plt.close(fig)
+        return Path(path)
 
 
 def default_gait() -> OpenLoopGait:

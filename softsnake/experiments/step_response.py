@@ -25,14 +25,25 @@ class StepResponse:
 
     def rise_time(self, fraction: float = 0.9) -> np.ndarray:
         """Time [s] for each level's pressure to reach ``fraction`` of its target."""
-        return np.array([self.t[np.argmax(self.inflate_pressure[:, j] >= fraction * lv)] for j, lv in enumerate(self.levels_psi)])
+        return np.array(
+            [self.t[np.argmax(self.inflate_pressure[:, j] >= fraction * lv)] for j, lv in enumerate(self.levels_psi)]
+        )
 
     def fall_time(self, fraction: float = 0.1) -> np.ndarray:
         """Time [s] for each level's pressure to fall to ``fraction`` of its start."""
-        return np.array([self.t[np.argmax(self.deflate_pressure[:, j] <= fraction * lv)] for j, lv in enumerate(self.levels_psi)])
+        return np.array(
+            [self.t[np.argmax(self.deflate_pressure[:, j] <= fraction * lv)] for j, lv in enumerate(self.levels_psi)]
+        )
 
 
-def step_responses(fractions=(0.6, 0.7, 0.8, 0.9, 1.0), *, seconds: float = 1.0, config: SnakeConfig | None = None, device: str = "cpu", progress=None) -> StepResponse:
+def step_responses(
+    fractions=(0.6, 0.7, 0.8, 0.9, 1.0),
+    *,
+    seconds: float = 1.0,
+    config: SnakeConfig | None = None,
+    device: str = "cpu",
+    progress=None,
+) -> StepResponse:
     """Inflate one link (one world per level) from rest to fraction·p_max for ``seconds``, then vent for ``seconds``."""
     fr = np.asarray(fractions, dtype=np.float64)
     if fr.size == 0 or np.any(~np.isfinite(fr)) or np.any(fr <= 0) or np.any(fr > 1):
@@ -63,7 +74,10 @@ def plot_step_responses(r: StepResponse, path) -> Path:
 
     fig, ax = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
     for j, lv in enumerate(r.levels_psi):
-        for a, p, k in ((ax[0], r.inflate_pressure, r.inflate_curvature), (ax[1], r.deflate_pressure, r.deflate_curvature)):
+        for a, p, k in (
+            (ax[0], r.inflate_pressure, r.inflate_curvature),
+            (ax[1], r.deflate_pressure, r.deflate_curvature),
+        ):
             line = a.plot(r.t, p[:, j], label=f"{lv:.1f} psi")[0]
             scale = lv / max(abs(k[-1 if a is ax[0] else 0, j]), 1e-12)
             a.plot(r.t, k[:, j] * scale, "--", color=line.get_color(), alpha=0.6)

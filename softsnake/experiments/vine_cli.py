@@ -56,7 +56,11 @@ def _config(args):
     if getattr(args, "config", None):
         _check_config_file(args.config)
         try:
-            return VineConfig.from_toml(args.config, preset=args.preset) if args.preset else VineConfig.from_toml(args.config)
+            return (
+                VineConfig.from_toml(args.config, preset=args.preset)
+                if args.preset
+                else VineConfig.from_toml(args.config)
+            )
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{args.config}: {exc}") from None
     return VineConfig.preset_config(args.preset or "jitosho")
@@ -76,7 +80,11 @@ def _check_vines(args, vines: int) -> None:
     if steps < 1:
         raise ValueError(f"--seconds {args.seconds:g} is shorter than one step ({cfg.dt:.4g} s)")
     bodies = 2 * cfg.links
-    check_memory(f"{vines} vine(s) × {steps} steps", vines * (model_bytes(particles=0, bodies=bodies) + 8.0 * 3 * bodies * (steps + 1)), args.device)
+    check_memory(
+        f"{vines} vine(s) × {steps} steps",
+        vines * (model_bytes(particles=0, bodies=bodies) + 8.0 * 3 * bodies * (steps + 1)),
+        args.device,
+    )
 
 
 def check_rollout_command(args) -> None:
@@ -90,14 +98,23 @@ def check_batch_command(args) -> None:
 
 
 def check_fit_command(args) -> None:
+    from softsnake.io.vine_data import read_video, read_wall_fit
+
     if bool(args.video) == bool(args.wall):
         raise ValueError("give either --video DIR [DIR ...] or --wall FILE")
     if args.wall and args.model != "linear":
         raise ValueError("the wall case fits the linear model (K, C) of the original")
+    if args.wall:
+        read_wall_fit(args.wall)
+    for video in args.video or ():
+        read_video(video)
 
 
 def check_replay_command(args) -> None:
+    from softsnake.io.vine_data import read_video
+
     read_params_toml(args.params)
+    read_video(args.video)
 
 
 def _plot_vines(ax, q, rects=None, walls=None, alpha=1.0, color=None, circles=None):
@@ -136,10 +153,25 @@ def run_rollout_command(args) -> int:
     wall = time.perf_counter() - t0
     q = q[:, 0]
     write_npz_atomic(out / "rollout.npz", t=t, q=q)
-    summary = dict(preset=cfg.preset, links=cfg.links, bodies=int(q.shape[1]), steps=int(len(t) - 1), dt=cfg.dt, seconds=float(t[-1]), wall_seconds=wall, ms_per_step=1000 * sim.step_seconds / max(sim.steps, 1))
+    summary = dict(
+        preset=cfg.preset,
+        links=cfg.links,
+        bodies=int(q.shape[1]),
+        steps=int(len(t) - 1),
+        dt=cfg.dt,
+        seconds=float(t[-1]),
+        wall_seconds=wall,
+        ms_per_step=1000 * sim.step_seconds / max(sim.steps, 1),
+    )
     if ref is not None:
         c = compare_to_reference(q, ref)
-        summary.update(reference=str(args.reference), mean_body_error_mm=1000 * c.mean_body_error, final_tip_error_mm=1000 * c.final_tip_error, max_body_error_mm=1000 * c.max_body_error, compared_steps=c.steps)
+        summary.update(
+            reference=str(args.reference),
+            mean_body_error_mm=1000 * c.mean_body_error,
+            final_tip_error_mm=1000 * c.final_tip_error,
+            max_body_error_mm=1000 * c.max_body_error,
+            compared_steps=c.steps,
+        )
     write_json_atomic(out / "summary.json", summary)
     import matplotlib
 
@@ -148,9 +180,21 @@ def run_rollout_command(args) -> int:
 
     fig, ax = plt.subplots(figsize=(6, 6))
     for k in np.linspace(0, len(q) - 1, 6).astype(int):
-        _plot_vines(ax, q[k : k + 1], rects=rects if k == 0 else None, circles=circles if k == 0 else None, color=plt.cm.viridis(k / max(len(q) - 1, 1)))
+        _plot_vines(
+            ax,
+            q[k : k + 1],
+            rects=rects if k == 0 else None,
+            circles=circles if k == 0 else None,
+            color=plt.cm.viridis(k / max(len(q) - 1, 1)),
+        )
     if ref is not None:
-        ax.plot(ref[min(len(ref), len(q)) - 1, :, 0], ref[min(len(ref), len(q)) - 1, :, 1], "k--", lw=1, label="reference (final)")
+        ax.plot(
+            ref[min(len(ref), len(q)) - 1, :, 0],
+            ref[min(len(ref), len(q)) - 1, :, 1],
+            "k--",
+            lw=1,
+            label="reference (final)",
+        )
         ax.legend()
     ax.set_title(f"vine rollout ({cfg.preset}), {t[-1]:.2f} s")
     save_figure_atomic(fig, out / "rollout.png", dpi=110)
@@ -172,7 +216,12 @@ def _write_params_toml(path, law: str, params: dict, meta: dict) -> None:
             return "true" if v else "false"
         return repr(float(v)) if isinstance(v, float) else str(v)
 
-    lines = ["# softsnake vine fit", "[fit]", f"model = {val(law)}"] + [f"{k} = {val(v)}" for k, v in meta.items()] + ["", "[params]"] + [f"{k} = {val(v)}" for k, v in params.items()]
+    lines = (
+        ["# softsnake vine fit", "[fit]", f"model = {val(law)}"]
+        + [f"{k} = {val(v)}" for k, v in meta.items()]
+        + ["", "[params]"]
+        + [f"{k} = {val(v)}" for k, v in params.items()]
+    )
     write_text_atomic(path, "\n".join(lines) + "\n")
 
 
@@ -182,21 +231,33 @@ def read_params_toml(path) -> tuple[str, dict, dict]:
     p = Path(path)
     data = read_toml(p, "params file")
     if "params" not in data or "fit" not in data or "model" not in data["fit"]:
-        raise ValueError(f"{p}: needs a [fit] table with 'model' and a [params] table (write it with 'softsnake vine fit')")
+        raise ValueError(
+            f"{p}: needs a [fit] table with 'model' and a [params] table (write it with 'softsnake vine fit')"
+        )
     return data["fit"]["model"], dict(data["params"]), dict(data["fit"])
 
 
 def run_fit_command(args) -> int:
     out = Path(args.out)  # checked by its argument type; written atomically at the end
     if args.wall:
-        from softsnake.experiments.vine_wall import tip_x_mae, wall_scene, fit_wall
+        from softsnake.experiments.vine_wall import fit_wall, tip_x_mae, wall_scene
 
         if args.model != "linear":
             raise ValueError("the wall case fits the linear model (K, C) of the original")
         scene = wall_scene(args.wall, touch_wall=not args.wall_as_given)
-        res = fit_wall(scene, popsize=args.popsize, generations=args.generations, seed=args.seed, verbose=not args.quiet)
+        res = fit_wall(
+            scene, popsize=args.popsize, generations=args.generations, seed=args.seed, verbose=not args.quiet
+        )
         mae = float(tip_x_mae(scene, np.array([[res.params["stiffness"], res.params["damping"]]]))[0])
-        meta = dict(data=str(args.wall), tip_x_mae_mm=1000 * mae, wall_offset_mm=1000 * scene.wall_offset, rollouts=res.rollouts, launches=res.launches, wall_seconds=res.seconds, seed=args.seed)
+        meta = dict(
+            data=str(args.wall),
+            tip_x_mae_mm=1000 * mae,
+            wall_offset_mm=1000 * scene.wall_offset,
+            rollouts=res.rollouts,
+            launches=res.launches,
+            wall_seconds=res.seconds,
+            seed=args.seed,
+        )
     else:
         from softsnake.experiments.vine_video import FIT_MODELS, estimate_radius_px, fit_videos, make_scene
         from softsnake.io.vine_data import read_video
@@ -208,8 +269,28 @@ def run_fit_command(args) -> int:
         _positive("--radius-px", radius)
         _positive("--link-radii", args.link_radii)
         scenes = [make_scene(d, radius, substeps=args.substeps, link_radii=args.link_radii) for d in args.video]
-        res = fit_videos(scenes, args.model, popsize=args.popsize, generations=args.generations, seed=args.seed, verbose=not args.quiet)
-        meta = dict(videos=[str(v) for v in args.video], radius_px=radius, substeps=args.substeps, link_radii=args.link_radii, scale_m_per_px=scenes[0].scale, mse_px2=res.loss, mse_px2_per_video=list(res.per_video.values()), mse_px2_in_batch=res.batch_loss, rollouts=res.rollouts, launches=res.launches, wall_seconds=res.seconds, seed=args.seed)
+        res = fit_videos(
+            scenes,
+            args.model,
+            popsize=args.popsize,
+            generations=args.generations,
+            seed=args.seed,
+            verbose=not args.quiet,
+        )
+        meta = dict(
+            videos=[str(v) for v in args.video],
+            radius_px=radius,
+            substeps=args.substeps,
+            link_radii=args.link_radii,
+            scale_m_per_px=scenes[0].scale,
+            mse_px2=res.loss,
+            mse_px2_per_video=list(res.per_video.values()),
+            mse_px2_in_batch=res.batch_loss,
+            rollouts=res.rollouts,
+            launches=res.launches,
+            wall_seconds=res.seconds,
+            seed=args.seed,
+        )
     _write_params_toml(out, args.model, res.params, meta)
     print(json.dumps(dict(model=args.model, params=res.params, **meta), indent=1))
     return 0
@@ -224,10 +305,18 @@ def run_replay_command(args) -> int:
     if "radius_px" not in fit:
         raise ValueError(f"{args.params}: not a video fit (no radius_px in [fit])")
     out = _out_dir(args.out)
-    scene = make_scene(args.video, float(fit["radius_px"]), substeps=int(fit.get("substeps", 1)), link_radii=float(fit.get("link_radii", 4.0)))
+    scene = make_scene(
+        args.video,
+        float(fit["radius_px"]),
+        substeps=int(fit.get("substeps", 1)),
+        link_radii=float(fit.get("link_radii", 4.0)),
+    )
     r = replay(scene, law, params)
     write_npz_atomic(out / "replay.npz", frames=r["frames"], sim_points=r["sim_points"], sim_count=r["sim_count"])
-    write_json_atomic(out / "replay.json", dict(video=str(args.video), model=law, params=params, mse_px2=r["mse"], frames=int(len(r["frames"]))))
+    write_json_atomic(
+        out / "replay.json",
+        dict(video=str(args.video), model=law, params=params, mse_px2=r["mse"], frames=int(len(r["frames"]))),
+    )
     import matplotlib
 
     matplotlib.use("Agg")
@@ -243,7 +332,15 @@ def run_replay_command(args) -> int:
         real = dep.frames[k]
         ax.plot(real[:, 0], real[:, 1], "-", color="tab:orange", lw=3, alpha=0.7, label="real centreline")
         n = r["sim_count"][k]
-        ax.plot(r["sim_points"][k, :n, 0], r["sim_points"][k, :n, 1], "o-", color="tab:blue", ms=3, lw=1, label="simulated body centres")
+        ax.plot(
+            r["sim_points"][k, :n, 0],
+            r["sim_points"][k, :n, 1],
+            "o-",
+            color="tab:blue",
+            ms=3,
+            lw=1,
+            label="simulated body centres",
+        )
         ax.set_aspect("equal")
         ax.set_title(f"{dep.name} frame {k}")
         ax.invert_yaxis()
@@ -251,7 +348,10 @@ def run_replay_command(args) -> int:
     fig.suptitle(f"replay ({law}): mean squared nearest-point distance {r['mse']:.1f} px²")
     save_figure_atomic(fig, out / "replay.png", dpi=100)
     plt.close(fig)
-    print(f"{dep.name}: {law} model, mean squared nearest-point distance {r['mse']:.2f} px² over {F} frames → {Path(args.out_final) / 'replay.npz'}")
+    print(
+        f"{dep.name}: {law} model, mean squared nearest-point distance {r['mse']:.2f} px² over {F} frames → "
+        f"{Path(args.out_final) / 'replay.npz'}"
+    )
     return 0
 
 
@@ -259,6 +359,7 @@ def run_replay_command(args) -> int:
 def run_batch_command(args) -> int:
     from softsnake.experiments.vine_julia import rollout_rects
     from softsnake.io.files import save_figure_atomic, write_json_atomic
+
     if args.vines < 1:
         raise ValueError(f"--vines must be ≥ 1, got {args.vines}")
     _positive("--seconds", args.seconds)
@@ -269,11 +370,25 @@ def run_batch_command(args) -> int:
     lo, hi = np.radians(args.angles)
     heads = rng.uniform(lo, hi, args.vines)
     t0 = time.perf_counter()
-    t, q, sim = rollout_rects(rects, args.seconds, config=cfg, worlds=args.vines, headings=heads, device=args.device, circles=circles)
+    t, q, sim = rollout_rects(
+        rects, args.seconds, config=cfg, worlds=args.vines, headings=heads, device=args.device, circles=circles
+    )
     wall = time.perf_counter() - t0
     if not np.all(np.isfinite(q)):
         raise ValueError("non-finite state in the batch: no timings published")
-    summary = dict(preset=cfg.preset, vines=args.vines, links=cfg.links, steps=sim.steps, dt=cfg.dt, device=str(sim.model.device), wall_seconds=wall, ms_per_step=1000 * sim.step_seconds / sim.steps, ms_per_vine_step=1000 * sim.step_seconds / sim.steps / args.vines, seed=args.seed, headings_deg=np.degrees(heads).tolist())
+    summary = dict(
+        preset=cfg.preset,
+        vines=args.vines,
+        links=cfg.links,
+        steps=sim.steps,
+        dt=cfg.dt,
+        device=str(sim.model.device),
+        wall_seconds=wall,
+        ms_per_step=1000 * sim.step_seconds / sim.steps,
+        ms_per_vine_step=1000 * sim.step_seconds / sim.steps / args.vines,
+        seed=args.seed,
+        headings_deg=np.degrees(heads).tolist(),
+    )
     write_json_atomic(out / "batch.json", summary)
     import matplotlib
 
@@ -305,13 +420,24 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
             q.add_argument("--config", type=input_path, help="TOML file with a [vine] table (VineConfig fields)")
         q.add_argument("--device", default="cpu")
 
-    r = vs.add_parser("rollout", help="one vine among rectangles: rollout.npz (t, q (T, B, 3)), rollout.png, summary.json")
+    r = vs.add_parser(
+        "rollout", help="one vine among rectangles: rollout.npz (t, q (T, B, 3)), rollout.png, summary.json"
+    )
     common(r)
     r.add_argument("--rects", type=input_path, help=".rects file: x y w h per line (lower-left corner, size)")
-    r.add_argument("--circles", type=input_path, help=".circles file: x y r per line (centre, radius), same unit as --rect-unit")
-    r.add_argument("--rect-unit", type=number(0, lo_open=True), default=0.0254, help="metres per .rects/.circles unit (default: inches)")
+    r.add_argument(
+        "--circles", type=input_path, help=".circles file: x y r per line (centre, radius), same unit as --rect-unit"
+    )
+    r.add_argument(
+        "--rect-unit",
+        type=number(0, lo_open=True),
+        default=0.0254,
+        help="metres per .rects/.circles unit (default: inches)",
+    )
     r.add_argument("--seconds", type=number(0, lo_open=True), default=5.0)
-    r.add_argument("--reference", type=input_path, help="reference rollout csv to compare with (mean body / final tip error)")
+    r.add_argument(
+        "--reference", type=input_path, help="reference rollout csv to compare with (mean body / final tip error)"
+    )
     r.add_argument("--out", type=output_folder, required=True)
     r.set_defaults(func=run_rollout_command, check=check_rollout_command, stage="out")
 
@@ -319,10 +445,30 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--video", type=input_path, nargs="+", help="video directories (points.npy, walls.npy)")
     f.add_argument("--wall", type=input_path, help="jitosho_wall_fit.npz: fit K, C of the wall-growth case")
     f.add_argument("--wall-as-given", action="store_true", help="wall case: do not move the wall onto the frame-0 tip")
-    f.add_argument("--model", choices=("linear", "wrinkling", "mlp"), default="linear", help="linear | wrinkling | mlp (1-10-1 tanh network, 31 parameters)")
-    f.add_argument("--radius-px", type=number(0, lo_open=True), default=None, help="tube radius in pixels (default: estimated from the videos)")
-    f.add_argument("--substeps", type=integer(1), default=1, help="engine steps per video frame (0.1 s); the stiffness bound grows as its square")
-    f.add_argument("--link-radii", type=number(0, lo_open=True), default=4.0, help="video fit: link length in tube radii (Chen et al.: 2, the tube diameter)")
+    f.add_argument(
+        "--model",
+        choices=("linear", "wrinkling", "mlp"),
+        default="linear",
+        help="linear | wrinkling | mlp (1-10-1 tanh network, 31 parameters)",
+    )
+    f.add_argument(
+        "--radius-px",
+        type=number(0, lo_open=True),
+        default=None,
+        help="tube radius in pixels (default: estimated from the videos)",
+    )
+    f.add_argument(
+        "--substeps",
+        type=integer(1),
+        default=1,
+        help="engine steps per video frame (0.1 s); the stiffness bound grows as its square",
+    )
+    f.add_argument(
+        "--link-radii",
+        type=number(0, lo_open=True),
+        default=4.0,
+        help="video fit: link length in tube radii (Chen et al.: 2, the tube diameter)",
+    )
     f.add_argument("--popsize", type=integer(2), default=8)
     f.add_argument("--generations", type=integer(1), default=6)
     f.add_argument("--seed", type=integer(0), default=0)
@@ -332,7 +478,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     y = vs.add_parser("replay", help="simulate a video with fitted parameters: replay.npz, replay.png (overlay)")
     y.add_argument("--video", type=input_path, required=True)
-    y.add_argument("--params", type=input_path, required=True, help="params.toml written by 'softsnake vine fit --video'")
+    y.add_argument(
+        "--params", type=input_path, required=True, help="params.toml written by 'softsnake vine fit --video'"
+    )
     y.add_argument("--out", type=output_folder, required=True)
     y.set_defaults(func=run_replay_command, check=check_replay_command, stage="out")
 
@@ -341,7 +489,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--vines", type=integer(1), default=64)
     b.add_argument("--rects", type=input_path, help=".rects file")
     b.add_argument("--circles", type=input_path, help=".circles file: x y r per line")
-    b.add_argument("--rect-unit", type=number(0, lo_open=True), default=0.0254, help="metres per .rects/.circles unit (default: inches)")
+    b.add_argument(
+        "--rect-unit",
+        type=number(0, lo_open=True),
+        default=0.0254,
+        help="metres per .rects/.circles unit (default: inches)",
+    )
     b.add_argument("--seconds", type=number(0, lo_open=True), default=3.0)
     b.add_argument("--angles", type=number(), nargs=2, default=(-80.0, -20.0), metavar=("MIN_DEG", "MAX_DEG"))
     b.add_argument("--seed", type=integer(0), default=0)

@@ -41,7 +41,17 @@ class FitResult:
     batch_loss: float = math.nan  # best loss as evaluated inside the batched generation
 
 
-def cma_es(problem: FitProblem, *, x0=None, sigma0: float = 0.3, popsize: int = 16, generations: int = 20, seed: int = 0, tol: float = 1e-10, verbose: bool = False) -> FitResult:
+def cma_es(
+    problem: FitProblem,
+    *,
+    x0=None,
+    sigma0: float = 0.3,
+    popsize: int = 16,
+    generations: int = 20,
+    seed: int = 0,
+    tol: float = 1e-10,
+    verbose: bool = False,
+) -> FitResult:
     """(μ/μ_w, λ)-CMA-ES (Hansen's standard settings) in the unit box of ``problem``; candidates outside the box are
     clipped to it. sigma0 is relative to the box width. Returns the best candidate seen."""
     lo, hi = np.asarray(problem.lower, float), np.asarray(problem.upper, float)

@@ -1,4 +1,4 @@
-"""The ``jitosho`` preset against the original (Julia/OSQP) planar simulator's rollouts (data/vine/julia_rollouts)."""
+"""The ``jitosho`` preset against the original (Julia/OSQP) planar simulator's rollouts (assets/vine/julia_rollouts)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,16 @@ from softsnake.robots.vine import VineConfig
 from softsnake.robots.vine_sim import VineSim
 
 
-def rollout_rects(rects: np.ndarray, seconds: float, *, config: VineConfig | None = None, worlds: int = 1, headings=None, device: str = "cpu", circles=None) -> tuple[np.ndarray, np.ndarray, VineSim]:
+def rollout_rects(
+    rects: np.ndarray,
+    seconds: float,
+    *,
+    config: VineConfig | None = None,
+    worlds: int = 1,
+    headings=None,
+    device: str = "cpu",
+    circles=None,
+) -> tuple[np.ndarray, np.ndarray, VineSim]:
     """Roll the vine out among ``rects`` (N, 4) [m] (and ``circles`` (M, 3) [m]) for ``seconds``; returns t (T,),
     q (T, worlds, bodies, 3), sim."""
     cfg = config or VineConfig.preset_config("jitosho")
@@ -42,7 +51,9 @@ def compare_to_reference(q_sim: np.ndarray, q_ref: np.ndarray) -> ReferenceCompa
     return ReferenceComparison(float(e.mean()), float(e[-1, -1]), float(e.max()), e.mean(axis=1), T - 1)
 
 
-def julia_case(rects_path, csv_path, *, seconds: float | None = None, config: VineConfig | None = None) -> tuple[ReferenceComparison, np.ndarray, np.ndarray, VineSim]:
+def julia_case(
+    rects_path, csv_path, *, seconds: float | None = None, config: VineConfig | None = None
+) -> tuple[ReferenceComparison, np.ndarray, np.ndarray, VineSim]:
     """Run the jitosho preset on a reference scene and compare; returns (comparison, t, q_sim (T, B, 3), sim)."""
     rects = read_rects(rects_path)
     q_ref, _ = read_julia_rollout(csv_path)

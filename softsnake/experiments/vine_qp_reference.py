@@ -36,7 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 
 #: OSQP settings that reproduce the original's solves (its OSQP defaults; see the module docstring)
-ORIGINAL_OSQP_SETTINGS = dict(eps_abs=1e-3, eps_rel=1e-3, polishing=False, check_dualgap=False, adaptive_rho_interval=25)
+ORIGINAL_OSQP_SETTINGS = dict(
+    eps_abs=1e-3, eps_rel=1e-3, polishing=False, check_dualgap=False, adaptive_rho_interval=25
+)
 
 MM = 1.0e3  # original length unit per metre
 
@@ -61,7 +63,18 @@ class OriginalVine:
         """From a ``jitosho`` :class:`~softsnake.robots.vine.VineConfig` (SI; the mass unit is kept)."""
         if cfg.preset != "jitosho" or cfg.bending != "linear":
             raise ValueError("the original step is the jitosho preset with linear bending")
-        return cls(cfg.links, cfg.half_length * MM, cfg.stiffness * MM**2, cfg.damping * MM**2, cfg.mass, cfg.inertia * MM**2, 2 * cfg.radius * MM, cfg.heading, cfg.growth_rate * MM, cfg.dt)
+        return cls(
+            cfg.links,
+            cfg.half_length * MM,
+            cfg.stiffness * MM**2,
+            cfg.damping * MM**2,
+            cfg.mass,
+            cfg.inertia * MM**2,
+            2 * cfg.radius * MM,
+            cfg.heading,
+            cfg.growth_rate * MM,
+            cfg.dt,
+        )
 
     @property
     def body_count(self) -> int:
@@ -129,7 +142,9 @@ def rect_distance(rect: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarr
         t = b - a
         before = (a - p) @ t > 0.0
         after = (p - b) @ t > 0.0
-        ds[:, i] = np.where(before, np.linalg.norm(a - p, axis=1), np.where(after, np.linalg.norm(p - b, axis=1), (p - b) @ normals[i]))
+        ds[:, i] = np.where(
+            before, np.linalg.norm(a - p, axis=1), np.where(after, np.linalg.norm(p - b, axis=1), (p - b) @ normals[i])
+        )
     inside = np.all(ds < 0.0, axis=1)
     pick = np.where(inside, np.argmax(ds, axis=1), np.argmin(np.where(ds >= 0.0, ds, np.inf), axis=1))
     return ds[np.arange(len(p)), pick], normals[pick]
@@ -192,7 +207,15 @@ def solve_qp_active_set(Mdiag, r, Aeq, beq, Ain, bin_, *, tol: float = 1e-12, ma
     raise RuntimeError("active-set QP did not converge")
 
 
-def qp_step(m: OriginalVine, q: np.ndarray, v: np.ndarray, rects_mm: np.ndarray, *, solver: str = "exact", osqp_settings: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+def qp_step(
+    m: OriginalVine,
+    q: np.ndarray,
+    v: np.ndarray,
+    rects_mm: np.ndarray,
+    *,
+    solver: str = "exact",
+    osqp_settings: dict | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """One step of the original (original units): returns q_{k+1}, v_{k+1}."""
     nb = m.body_count
     Mdiag = np.tile([m.mass, m.mass, m.inertia], nb)
@@ -249,10 +272,19 @@ def _to_si(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1, 3) / np.array([MM, MM, 1.0])
 
 
-def step_si(cfg, q, v, rects_m, *, solver: str = "exact", osqp_settings: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+def step_si(
+    cfg, q, v, rects_m, *, solver: str = "exact", osqp_settings: dict | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """One original step from planar poses q (B, 3) and velocities v (B, 3) in SI; returns (q, v) (B, 3) in SI."""
     m = OriginalVine.from_config(cfg)
-    q1, v1 = qp_step(m, _to_original(q), _to_original(v), np.asarray(rects_m, dtype=np.float64).reshape(-1, 4) * MM, solver=solver, osqp_settings=osqp_settings)
+    q1, v1 = qp_step(
+        m,
+        _to_original(q),
+        _to_original(v),
+        np.asarray(rects_m, dtype=np.float64).reshape(-1, 4) * MM,
+        solver=solver,
+        osqp_settings=osqp_settings,
+    )
     return _to_si(q1), _to_si(v1)
 
 
@@ -277,14 +309,23 @@ def main(argv=None) -> int:
     ap.add_argument("--rects", required=True)
     ap.add_argument("--reference", required=True, help="Julia rollout csv")
     ap.add_argument("--solver", choices=("exact", "osqp"), default="exact")
-    ap.add_argument("--engine", help="optional rollout.npz of the engine (softsnake vine rollout) to compare with this solve")
+    ap.add_argument(
+        "--engine", help="optional rollout.npz of the engine (softsnake vine rollout) to compare with this solve"
+    )
     args = ap.parse_args(argv)
     cfg = VineConfig.preset_config("jitosho")
     q_ref, _ = read_julia_rollout(args.reference, bodies=2 * cfg.links)
     t0 = time.perf_counter()
     q = rollout(cfg, read_rects(args.rects), len(q_ref) - 1, solver=args.solver)
     c = compare_to_reference(q, q_ref)
-    out = dict(solver=args.solver, steps=c.steps, seconds=time.perf_counter() - t0, mean_body_error_mm=1e3 * c.mean_body_error, final_tip_error_mm=1e3 * c.final_tip_error, max_body_error_mm=1e3 * c.max_body_error)
+    out = dict(
+        solver=args.solver,
+        steps=c.steps,
+        seconds=time.perf_counter() - t0,
+        mean_body_error_mm=1e3 * c.mean_body_error,
+        final_tip_error_mm=1e3 * c.final_tip_error,
+        max_body_error_mm=1e3 * c.max_body_error,
+    )
     if args.engine:
         e = compare_to_reference(np.load(args.engine)["q"], q)
         out.update(engine_vs_this_mean_mm=1e3 * e.mean_body_error, engine_vs_this_final_tip_mm=1e3 * e.final_tip_error)

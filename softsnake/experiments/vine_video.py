@@ -1,4 +1,4 @@
-"""Real video deployments (data/vine/real_video, Chen et al. 2025): scene set-up, batched rollouts, the published
+"""Real video deployments (assets/vine/real_video, Chen et al. 2025): scene set-up, batched rollouts, the published
 metric, fitting of the bending models and replay in the video's pixel frame.
 
 Conventions (measured on the data, see docs/vine.md):
@@ -42,7 +42,11 @@ LINK_RADII = 4.0  # link length in tube radii
 #: With n engine steps per frame (Δt = 0.1 s / n) the stiffness bound grows as n² and the damping bound as n.
 MODEL_PARAMS = {
     "linear": (("log10_stiffness", -4.0, math.log10(0.3)), ("log10_damping", -5.0, math.log10(0.03))),
-    "wrinkling": (("log10_k0", -4.0, math.log10(0.3)), ("log10_eps_crit", -2.0, math.log10(0.5)), ("log10_damping", -5.0, math.log10(0.03))),
+    "wrinkling": (
+        ("log10_k0", -4.0, math.log10(0.3)),
+        ("log10_eps_crit", -2.0, math.log10(0.5)),
+        ("log10_damping", -5.0, math.log10(0.03)),
+    ),
 }
 
 
@@ -79,11 +83,24 @@ def model_bounds(law: str, substeps: int = 1) -> tuple[np.ndarray, np.ndarray]:
 def video_config(radius_px: float, max_length_px: float, *, link_radii: float = LINK_RADII, **overrides) -> VineConfig:
     """chen-preset vine for a video: tube radius 33.5 mm ↔ ``radius_px``; link length 4R; enough links for
     ``max_length_px``; effective mass 0.05 kg and inertia 0.01 kg m² (explicit bending stays stable at Δt = 0.1 s for
-    K ≲ 1 N m/rad); 4 Newton × 20 PCR iterations."""
+    K ≲ 1 N m/rad); 4 Newton × 20 linear-solver iterations."""
     scale = TUBE_RADIUS / radius_px
     ell = link_radii * TUBE_RADIUS
     links = int(math.ceil(max_length_px * scale / ell)) + 2
-    base = dict(links=links, link_length=ell, half_length=ell / 4, radius=TUBE_RADIUS, mass=0.05, inertia=0.01, dt=FRAME_DT, newton_iterations=4, linear_iterations=20, warm_start=1.0, heading=0.0, initial_links=1)
+    base = dict(
+        links=links,
+        link_length=ell,
+        half_length=ell / 4,
+        radius=TUBE_RADIUS,
+        mass=0.05,
+        inertia=0.01,
+        dt=FRAME_DT,
+        newton_iterations=4,
+        linear_iterations=20,
+        warm_start=1.0,
+        heading=0.0,
+        initial_links=1,
+    )
     base.update(overrides)
     return VineConfig.preset_config("chen", **base)
 
@@ -154,10 +171,18 @@ class VideoScene:
         L0 = self.initial_length_px * self.scale
         lengths = np.clip(L0 - ell * np.arange(cfg.links), 0.0, ell)
         walls_m = self.deployment.walls.reshape(-1, 4) * self.scale
-        return VineSim(cfg, walls=walls_m, wall_thickness=0.1 * cfg.radius, worlds=worlds, link_lengths=lengths, on_nonfinite="flag")
+        return VineSim(
+            cfg,
+            walls=walls_m,
+            wall_thickness=0.1 * cfg.radius,
+            worlds=worlds,
+            link_lengths=lengths,
+            on_nonfinite="flag",
+        )
 
     def simulate(self, law: str, params: np.ndarray) -> tuple[list, set]:
-        """Body centres in pixels per frame for every parameter row: list over frames of (P, M_t, 2); diverged worlds."""
+        """Body centres in pixels per frame for every parameter row: list over frames of (P, M_t, 2); diverged
+        worlds."""
         params = np.atleast_2d(params)
         sim = self.make_sim(len(params), law)
         sim.set_bending_params(params)
@@ -204,7 +229,15 @@ def video_mse(scene: VideoScene, centres: list, diverged: set = frozenset()) -> 
     return out
 
 
-def make_scene(directory, radius_px: float, *, substeps: int = 1, link_radii: float = LINK_RADII, max_length_px: float | None = None, **config_overrides) -> VideoScene:
+def make_scene(
+    directory,
+    radius_px: float,
+    *,
+    substeps: int = 1,
+    link_radii: float = LINK_RADII,
+    max_length_px: float | None = None,
+    **config_overrides,
+) -> VideoScene:
     """One deployment set up for simulation; link length = ``link_radii`` tube radii (Chen et al.: 2, the tube
     diameter; default 4)."""
     if not (math.isfinite(link_radii) and link_radii > 0):
@@ -233,7 +266,14 @@ def make_scene(directory, radius_px: float, *, substeps: int = 1, link_radii: fl
     if isinstance(substeps, bool) or int(substeps) != substeps or substeps < 1:
         raise ValueError(f"substeps must be an integer ≥ 1, got {substeps!r}")
     config_overrides.setdefault("dt", FRAME_DT / substeps)
-    cfg = video_config(radius_px, total, link_radii=link_radii, heading=heading, growth_rate=slope * scale / FRAME_DT, **config_overrides)
+    cfg = video_config(
+        radius_px,
+        total,
+        link_radii=link_radii,
+        heading=heading,
+        growth_rate=slope * scale / FRAME_DT,
+        **config_overrides,
+    )
     return VideoScene(dep, frames, radius_px, scale, heading, slope, L0, cfg, int(substeps))
 
 
@@ -273,8 +313,11 @@ def param_problem(scenes: list, law: str) -> FitProblem:
     return FitProblem(names, lo, hi, loss, to_physical)
 
 
-def fit_videos(scenes: list, law: str, *, popsize: int = 8, generations: int = 6, seed: int = 0, verbose: bool = False) -> FitResult:
-    """Seeded CMA-ES over the bending parameters of ``law`` on ``scenes`` (each generation: one batched rollout per video)."""
+def fit_videos(
+    scenes: list, law: str, *, popsize: int = 8, generations: int = 6, seed: int = 0, verbose: bool = False
+) -> FitResult:
+    """Seeded CMA-ES over the bending parameters of ``law`` on ``scenes`` (each generation: one batched rollout per
+    video)."""
     prob = param_problem(scenes, law)
     res = cma_es(prob, sigma0=0.3, popsize=popsize, generations=generations, seed=seed, verbose=verbose)
     res.launches *= len(scenes)
@@ -297,7 +340,10 @@ def params_vector(law: str, params: dict) -> np.ndarray:
     if law == "mlp":
         w = np.asarray(params.get("mlp_params", ()), dtype=np.float64).reshape(-1)
         if "damping" not in params or w.shape != (3 * MLP_HIDDEN + 1,):
-            raise ValueError(f"parameters for the mlp model need damping and mlp_params ({3 * MLP_HIDDEN + 1} numbers: w1, b1, w2, b2)")
+            raise ValueError(
+                f"parameters for the mlp model need damping and mlp_params ({3 * MLP_HIDDEN + 1} numbers: w1, b1, w2, "
+                "b2)"
+            )
         return np.concatenate([[float(params["damping"])], w])
     keys = ("stiffness", "damping") if law == "linear" else ("m_full", "eps_crit", "damping")
     try:

@@ -1,4 +1,4 @@
-"""The wall-growth experiment of Jitosho et al. 2021 (Fig. 7; data/vine/jitosho_wall_fit.npz): fit K and C.
+"""The wall-growth experiment of Jitosho et al. 2021 (Fig. 7; assets/vine/jitosho_wall_fit.npz): fit K and C.
 
 Scene (data README, converted to SI): 5 links (10 bodies), d = 16.845 mm, tube diameter 24 mm, Δt = 1/90 s, body mass
 0.001 and inertia 200 (mm-based units → 2e-4 kg m²), starting guess K = 50000 (→ 0.05 N m/rad), C = 10 (→ 1e-5),
@@ -34,7 +34,18 @@ STEPS_PER_FRAME = 3
 
 
 def wall_config(**overrides) -> VineConfig:
-    base = dict(links=5, half_length=16.845e-3, radius=12e-3, mass=0.001, inertia=2e-4, heading=1.31, growth_rate=8e-3, stiffness=0.05, damping=1e-5, dt=1.0 / 90.0)
+    base = dict(
+        links=5,
+        half_length=16.845e-3,
+        radius=12e-3,
+        mass=0.001,
+        inertia=2e-4,
+        heading=1.31,
+        growth_rate=8e-3,
+        stiffness=0.05,
+        damping=1e-5,
+        dt=1.0 / 90.0,
+    )
     base.update(overrides)
     return VineConfig.preset_config("jitosho", **base)
 
@@ -70,12 +81,20 @@ class WallScene:
     def make_sim(self, worlds: int) -> VineSim:
         c = self.wall_center
         return VineSim(
-            self.config, worlds=worlds, link_angles=self.link_angles, link_lengths=self.link_lengths, growth_velocity=True,
-            extra_shapes=lambda b: add_rotated_rectangle(b, c, WALL_THICKNESS, WALL_LENGTH, WALL_ANGLE, mu=self.config.mu), on_nonfinite="flag",
+            self.config,
+            worlds=worlds,
+            link_angles=self.link_angles,
+            link_lengths=self.link_lengths,
+            growth_velocity=True,
+            extra_shapes=lambda b: add_rotated_rectangle(
+                b, c, WALL_THICKNESS, WALL_LENGTH, WALL_ANGLE, mu=self.config.mu
+            ),
+            on_nonfinite="flag",
         )
 
     def tip_x(self, params: np.ndarray) -> np.ndarray:
-        """Simulated tip x [m] at the 8 frames for every parameter row (K [N m/rad], C [N m s/rad]); shape (P, frames)."""
+        """Simulated tip x [m] at the 8 frames for every parameter row (K [N m/rad], C [N m s/rad]); shape (P,
+        frames)."""
         params = np.atleast_2d(params)
         sim = self.make_sim(len(params))
         sim.set_bending_params(params)
@@ -108,11 +127,20 @@ def tip_x_mae(scene: WallScene, params) -> np.ndarray:
     return np.mean(np.abs(x - scene.data.points[None, :, -1, 0]), axis=1)
 
 
-def fit_wall(scene: WallScene, *, popsize: int = 16, generations: int = 12, seed: int = 0, verbose: bool = False) -> FitResult:
+def fit_wall(
+    scene: WallScene, *, popsize: int = 16, generations: int = 12, seed: int = 0, verbose: bool = False
+) -> FitResult:
     """Fit log10 K ∈ [−4, 1] [N m/rad] and log10 C ∈ [−8, −2] [N m s/rad] to the tip x (CMA-ES, batched worlds)."""
-    def loss(X):
-        return tip_x_mae(scene, 10.0 ** X)
 
-    prob = FitProblem(("log10_stiffness", "log10_damping"), np.array([-4.0, -8.0]), np.array([1.0, -2.0]), loss, lambda x: {"stiffness": float(10 ** x[0]), "damping": float(10 ** x[1])})
+    def loss(X):
+        return tip_x_mae(scene, 10.0**X)
+
+    prob = FitProblem(
+        ("log10_stiffness", "log10_damping"),
+        np.array([-4.0, -8.0]),
+        np.array([1.0, -2.0]),
+        loss,
+        lambda x: {"stiffness": float(10 ** x[0]), "damping": float(10 ** x[1])},
+    )
     x0 = np.log10([scene.config.stiffness, scene.config.damping])
     return cma_es(prob, x0=x0, sigma0=0.25, popsize=popsize, generations=generations, seed=seed, verbose=verbose)

@@ -40,6 +40,7 @@ def surface_triangles(tets) -> np.ndarray:
     if (counts > 2).any():
         bad = int(np.argmax(counts[inverse] > 2))
         raise ValueError(
-            f"surface_triangles: face {keys[bad].tolist()} is shared by {int(counts[inverse[bad]])} tets (non-manifold mesh)"
+            f"surface_triangles: face {keys[bad].tolist()} is shared by {int(counts[inverse[bad]])} tets "
+            "(non-manifold mesh)"
         )
     return faces[counts[inverse] == 1]

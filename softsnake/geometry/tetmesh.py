@@ -99,7 +99,9 @@ def box_tet_mesh(size, cells, origin=(0.0, 0.0, 0.0)) -> TetMesh:
     return validate_tet_mesh(verts, tets, name="box mesh")
 
 
-def tetrahedralize(surface_vertices, surface_faces, *, max_volume: float | None = None, min_ratio: float = 1.5) -> TetMesh:
+def tetrahedralize(
+    surface_vertices, surface_faces, *, max_volume: float | None = None, min_ratio: float = 1.5
+) -> TetMesh:
     """Tetrahedralize a closed, manifold triangle surface with TetGen.
 
     max_volume: upper bound on tet volume [m³] (None: TetGen's choice); min_ratio: radius-edge quality bound."""

@@ -51,10 +51,14 @@ def check_output_dir(path) -> Path:
             parent = parent.parent
         if not parent.is_dir():
             raise ValueError(f"{text!r} is under {str(parent)!r}, a file, not a folder")
+    except OSError as e:
+        raise ValueError(f"{text!r} cannot be created or written ({e.strerror or e})") from None
+    try:
         with tempfile.TemporaryFile(dir=parent):  # probe: os.access() is wrong for root, ACLs and read-only mounts
             pass
     except OSError as e:
-        raise ValueError(f"{text!r} cannot be created or written ({e.strerror or e})") from None
+        where = "it" if parent == Path(os.path.abspath(folder)) else f"its parent folder {str(parent)!r}"
+        raise ValueError(f"{text!r} cannot be written: {where} does not accept new files ({e.strerror or e})") from None
     return folder
 
 
@@ -157,11 +161,25 @@ def _publish_modes(folder: Path) -> None:
             os.chmod(os.path.join(root, name), 0o666 & ~mask)
 
 
+#: the list of files a command wrote into its output folder (hidden, one name per line): the next run into the same
+#: folder removes those it does not write again, so the folder holds only the files of the run that wrote it
+OUTPUTS_LIST = ".softsnake-outputs"
+
+
+def _outputs_of_earlier_run(folder: Path) -> list[str]:
+    try:
+        names = (folder / OUTPUTS_LIST).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    return [n for n in names if n and n == Path(n).name and n not in (".", "..")]  # plain names inside the folder
+
+
 @contextlib.contextmanager
 def staged_dir(path) -> Iterator[Path]:
     """Yield an empty hidden staging folder for the outputs of folder ``path``; when the body ends normally its files
-    move into ``path`` (created if needed; files of the same name are replaced, other earlier contents are kept) with
-    the modes of ordinary files (0644 under umask 022). When the body raises (also KeyboardInterrupt) the staging folder
+    move into ``path`` (created if needed) with the modes of ordinary files (0644 under umask 022). Files of the same
+    name are replaced, and the files an earlier command wrote there (its ``OUTPUTS_LIST``) that this one did not write
+    are removed; files the user put there are kept. When the body raises (also KeyboardInterrupt) the staging folder
     and any parent folders made for it are removed: ``path`` is left as it was, or not created.
     """
     final = Path(path)
@@ -183,14 +201,24 @@ def staged_dir(path) -> Iterator[Path]:
     try:
         stage = Path(tempfile.mkdtemp(prefix=prefix, dir=home))
         yield stage
+        written = sorted(entry.name for entry in stage.iterdir())
+        (stage / OUTPUTS_LIST).write_text("".join(f"{name}\n" for name in written), encoding="utf-8")
         _publish_modes(stage)
         if home is absolute:
+            stale = set(_outputs_of_earlier_run(absolute)) - set(written)
             for entry in sorted(stage.iterdir()):
                 target = absolute / entry.name
                 if target.is_dir() and not target.is_symlink():
                     shutil.rmtree(target)
                 os.replace(entry, target)
             stage.rmdir()
+            for name in stale:
+                target = absolute / name
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target, ignore_errors=True)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        target.unlink()
         else:
             os.rename(stage, absolute)  # atomic: the folder appears complete or not at all
     except BaseException:

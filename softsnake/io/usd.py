@@ -53,7 +53,9 @@ class UsdAnimationWriter:
         if up_axis not in ("Y", "Z"):
             raise ValueError(f"UsdAnimationWriter: up_axis must be 'Y' or 'Z', got {up_axis!r}")
         if not (math.isfinite(meters_per_unit) and meters_per_unit > 0):
-            raise ValueError(f"UsdAnimationWriter: meters_per_unit must be positive and finite, got {meters_per_unit!r}")
+            raise ValueError(
+                f"UsdAnimationWriter: meters_per_unit must be positive and finite, got {meters_per_unit!r}"
+            )
         self.fps = float(fps)
         self.stage = Usd.Stage.CreateInMemory()
         UsdGeom.SetStageUpAxis(self.stage, UsdGeom.Tokens.y if up_axis == "Y" else UsdGeom.Tokens.z)
@@ -84,7 +86,10 @@ class UsdAnimationWriter:
         prim_path = self._new_prim_path(name)
         tri = np.asarray(surface_triangles)
         if tri.ndim != 2 or tri.shape[1] != 3 or tri.shape[0] == 0 or not np.issubdtype(tri.dtype, np.integer):
-            raise ValueError(f"add_soft_mesh({name!r}): surface_triangles must be a non-empty (m, 3) integer array, got {tri.shape} {tri.dtype}")
+            raise ValueError(
+                f"add_soft_mesh({name!r}): surface_triangles must be a non-empty (m, 3) integer array, got "
+                f"{tri.shape} {tri.dtype}"
+            )
         if (tri < 0).any():
             raise ValueError(f"add_soft_mesh({name!r}): negative vertex index in surface_triangles")
         mesh = UsdGeom.Mesh.Define(self.stage, prim_path)
@@ -110,7 +115,9 @@ class UsdAnimationWriter:
         Gf, _, _, UsdGeom, _ = _pxr()
         he = np.asarray(half_extents, dtype=np.float64)
         if he.shape != (3,) or not np.all(np.isfinite(he)) or np.any(he <= 0):
-            raise ValueError(f"add_box({name!r}): half_extents must be 3 positive finite lengths [m], got {half_extents!r}")
+            raise ValueError(
+                f"add_box({name!r}): half_extents must be 3 positive finite lengths [m], got {half_extents!r}"
+            )
 
         def geom(path):
             cube = UsdGeom.Cube.Define(self.stage, path)
@@ -169,7 +176,9 @@ class UsdAnimationWriter:
             if p.ndim != 2 or p.shape[1] != 3:
                 raise ValueError(f"write_frame: points of {name!r} must have shape (n, 3), got {p.shape}")
             if p.shape[0] <= self._meshes[name][1]:
-                raise ValueError(f"write_frame: {name!r} has {p.shape[0]} points but its triangles use index {self._meshes[name][1]}")
+                raise ValueError(
+                    f"write_frame: {name!r} has {p.shape[0]} points but its triangles use index {self._meshes[name][1]}"
+                )
             if not np.all(np.isfinite(p)):
                 k = int(np.argwhere(~np.isfinite(p).all(axis=1))[0, 0])
                 raise ValueError(f"write_frame: point {k} of {name!r} is not finite at t = {time_s} s: {p[k].tolist()}")
@@ -185,21 +194,30 @@ class UsdAnimationWriter:
             pos = np.asarray(pos, dtype=np.float64)
             quat = np.asarray(quat, dtype=np.float64)
             if pos.shape != (3,) or quat.shape != (4,):
-                raise ValueError(f"write_frame: pose of {name!r} must be (position (3,), quaternion xyzw (4,)), got {pos.shape}, {quat.shape}")
+                raise ValueError(
+                    f"write_frame: pose of {name!r} must be (position (3,), quaternion xyzw (4,)), got {pos.shape}, "
+                    f"{quat.shape}"
+                )
             norm = float(np.linalg.norm(quat))
             if not (np.all(np.isfinite(pos)) and math.isfinite(norm) and norm > 1e-12):
-                raise ValueError(f"write_frame: pose of {name!r} is not finite or has a zero quaternion at t = {time_s} s")
+                raise ValueError(
+                    f"write_frame: pose of {name!r} is not finite or has a zero quaternion at t = {time_s} s"
+                )
             staged_poses[name] = (pos, quat / norm)
 
         for name, p in staged_points.items():
             mesh = self._meshes[name][0]
             mesh.GetPointsAttr().Set(Vt.Vec3fArray.FromNumpy(p.astype(np.float32)), code)
             used = p[: self._meshes[name][1] + 1]
-            mesh.GetExtentAttr().Set(Vt.Vec3fArray([Gf.Vec3f(*used.min(axis=0).tolist()), Gf.Vec3f(*used.max(axis=0).tolist())]), code)
+            mesh.GetExtentAttr().Set(
+                Vt.Vec3fArray([Gf.Vec3f(*used.min(axis=0).tolist()), Gf.Vec3f(*used.max(axis=0).tolist())]), code
+            )
         for name, (pos, q) in staged_poses.items():
             translate, orient = self._rigids[name]
             translate.Set(Gf.Vec3d(*pos.tolist()), code)
-            orient.Set(Gf.Quatd(float(q[3]), Gf.Vec3d(float(q[0]), float(q[1]), float(q[2]))), code)  # USD: (real, imaginary)
+            orient.Set(
+                Gf.Quatd(float(q[3]), Gf.Vec3d(float(q[0]), float(q[1]), float(q[2]))), code
+            )  # USD: (real, imaginary)
         self._times.append(code)
 
     # -- output ----------------------------------------------------------------------------------------------------

@@ -19,7 +19,14 @@ __all__ = ["check_fields", "check_keys", "read_json", "describe"]
 
 def describe(value) -> str:
     """A short description of a value for an error message: ``"four" (a string)``."""
-    kind = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+    kind = {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
     text = json.dumps(value) if isinstance(value, (str, int, float, bool)) else repr(value)
     return f"{text[:60]}{'…' if len(text) > 60 else ''} ({kind})"
 

@@ -4,10 +4,13 @@ Every reader validates its input and raises ValueError naming the file and what 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .arrays import read_npy, read_npz
 
 INCH = 0.0254  # [m]
 
@@ -17,9 +20,11 @@ def _read_rows(path, what: str, fields: str, positive: tuple, label: str, unit: 
     (called ``label`` in errors) > 0, scaled by ``unit``; ValueError naming the file and line otherwise."""
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ValueError(f"cannot read {what} file {str(p)!r}: {exc}") from exc
+        raise ValueError(f"cannot read {what} file {str(p)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{what} file {str(p)!r} is not text ({exc.reason} at byte {exc.start})") from None
     names = fields.split()
     rows = []
     for ln, line in enumerate(text.splitlines(), 1):
@@ -57,15 +62,27 @@ def read_circles(path, *, unit: float = INCH) -> np.ndarray:
 
 
 def read_julia_rollout(path, *, bodies: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """A reference rollout csv (header, then q then v of all bodies per row, metres/radians).
-    Returns q (T, B, 3) and v (T, B, 3); row 0 is the initial state."""
+    """A reference rollout csv, plain or gzip-compressed (``.csv.gz``): a header, then q then v of all bodies per row
+    [m, rad, m/s, rad/s]. Returns q (T, B, 3) and v (T, B, 3); row 0 is the initial state."""
     p = Path(path)
     try:
-        data = np.loadtxt(p, delimiter=",", skiprows=1, ndmin=2)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read rollout csv {str(p)!r}: {exc}") from exc
-    if data.shape[1] % 6 != 0 or data.shape[0] < 1:
-        raise ValueError(f"rollout csv {str(p)!r}: {data.shape[1]} columns is not 6 per body (x, y, θ, then velocities)")
+        with warnings.catch_warnings():
+            warnings.simplefilter(
+                "error", UserWarning
+            )  # NumPy warns (and returns an empty array) for a file without rows
+            data = np.loadtxt(p, delimiter=",", skiprows=1, ndmin=2)
+    except OSError as exc:
+        raise ValueError(f"cannot read rollout csv {str(p)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"rollout csv {str(p)!r} is not text ({exc.reason} at byte {exc.start})") from None
+    except (ValueError, EOFError, UserWarning) as exc:
+        if isinstance(exc, UserWarning) or "no data" in str(exc):
+            raise ValueError(f"rollout csv {str(p)!r} has no rows after its header") from None
+        raise ValueError(f"rollout csv {str(p)!r} is not rows of comma-separated numbers: {exc}") from None
+    if data.shape[1] % 6 != 0:
+        raise ValueError(
+            f"rollout csv {str(p)!r}: {data.shape[1]} columns is not 6 per body (x, y, θ, then velocities)"
+        )
     B = data.shape[1] // 6
     if bodies is not None and B != bodies:
         raise ValueError(f"rollout csv {str(p)!r} has {B} bodies, expected {bodies}")
@@ -84,15 +101,25 @@ class WallFitData:
 
 
 def read_wall_fit(path) -> WallFitData:
+    """The wall-growth data of ``assets/vine/jitosho_wall_fit.npz`` (arrays ``x_mm``, ``y_mm``, ``growth_rate_mm_s``,
+    optional ``normal_impulse_guess``; see that folder's README), converted to metres."""
     p = Path(path)
+    z = read_npz(p, "wall-fit data")
+    missing = [k for k in ("x_mm", "y_mm", "growth_rate_mm_s") if k not in z]
+    if missing:
+        raise ValueError(
+            f"cannot read wall-fit data {str(p)!r}: it lacks {', '.join(missing)} (needs x_mm, y_mm, growth_rate_mm_s)"
+        )
     try:
-        z = np.load(p)
-        x, y, g = np.asarray(z["x_mm"], float), np.asarray(z["y_mm"], float), np.asarray(z["growth_rate_mm_s"], float)
-        n = np.asarray(z["normal_impulse_guess"], float) if "normal_impulse_guess" in z else np.zeros(0)
-    except (OSError, ValueError, KeyError) as exc:
-        raise ValueError(f"cannot read wall-fit data {str(p)!r} (needs x_mm, y_mm, growth_rate_mm_s): {exc}") from exc
+        x, y, g = (np.asarray(z[k], float) for k in ("x_mm", "y_mm", "growth_rate_mm_s"))
+        n = np.asarray(z.get("normal_impulse_guess", np.zeros(0)), float)
+    except (TypeError, ValueError):
+        raise ValueError(f"wall-fit data {str(p)!r}: x_mm, y_mm and growth_rate_mm_s must be numeric arrays") from None
     if x.shape != y.shape or x.ndim != 2 or x.shape[1] < 2 or g.ndim != 2:
-        raise ValueError(f"wall-fit data {str(p)!r}: x_mm {x.shape} and y_mm {y.shape} must be equal (frames, points); growth {g.shape} (steps, joints)")
+        raise ValueError(
+            f"wall-fit data {str(p)!r}: x_mm {x.shape} and y_mm {y.shape} must be equal (frames, points); growth "
+            f"{g.shape} (steps, joints)"
+        )
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and np.all(np.isfinite(g))):
         raise ValueError(f"wall-fit data {str(p)!r} has non-finite values")
     return WallFitData(np.stack([x, y], axis=-1) * 1e-3, g * 1e-3, n)
@@ -114,19 +141,24 @@ class VideoDeployment:
 
     def lengths(self) -> np.ndarray:
         """Polyline length of each frame's centreline [px]."""
-        return np.array([np.sum(np.linalg.norm(np.diff(f, axis=0), axis=1)) if len(f) > 1 else 0.0 for f in self.frames])
+        return np.array(
+            [np.sum(np.linalg.norm(np.diff(f, axis=0), axis=1)) if len(f) > 1 else 0.0 for f in self.frames]
+        )
 
 
 def read_video(directory) -> VideoDeployment:
-    """``points.npy`` (T, 1+P, 2) with the valid count in ``[t, 0, 0]`` and ``walls.npy`` (K, 2, 2) of a video dir."""
+    """A video folder: ``points`` (T, 1+P, 2) with the valid count in ``[t, 0, 0]`` and ``walls`` (K, 2, 2), either as
+    ``points.npy`` and ``walls.npy`` or compressed in one ``deployment.npz`` (``assets/vine/real_video``)."""
     d = Path(directory)
     if not d.is_dir():
         raise ValueError(f"video directory {str(d)!r} does not exist")
-    try:
-        pts = np.load(d / "points.npy", allow_pickle=False)
-        walls = np.load(d / "walls.npy", allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read points.npy / walls.npy in {str(d)!r}: {exc}") from exc
+    if (d / "deployment.npz").exists():
+        arrays = read_npz(d / "deployment.npz", "video data")
+        if "points" not in arrays or "walls" not in arrays:
+            raise ValueError(f"video data {str(d / 'deployment.npz')!r} needs the arrays points and walls")
+        pts, walls = arrays["points"], arrays["walls"]
+    else:
+        pts, walls = read_npy(d / "points.npy", "video points"), read_npy(d / "walls.npy", "video walls")
     if pts.ndim != 3 or pts.shape[2] != 2 or pts.shape[1] < 2 or pts.shape[0] < 2:
         raise ValueError(f"{d}/points.npy must have shape (frames ≥ 2, 1+P, 2), got {pts.shape}")
     if walls.ndim != 3 or walls.shape[1:] != (2, 2) or walls.shape[0] < 1:
@@ -140,4 +172,6 @@ def read_video(directory) -> VideoDeployment:
         if n != int(n) or not (0 <= n <= P):
             raise ValueError(f"{d}/points.npy frame {t}: point count {n!r} is not an integer in [0, {P}]")
         frames.append(np.asarray(pts[t, 1 : 1 + int(n)], dtype=np.float64))
-    return VideoDeployment(d.name, frames, np.asarray(walls[1:], dtype=np.float64), np.asarray(walls[0], dtype=np.float64))
+    return VideoDeployment(
+        d.name, frames, np.asarray(walls[1:], dtype=np.float64), np.asarray(walls[0], dtype=np.float64)
+    )

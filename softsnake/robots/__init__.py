@@ -4,7 +4,15 @@ with the latency model, and the open-loop gait."""
 from .pneumatics import PSI, ChamberPressures, OpenLoopGait, PneumaticsConfig, chamber_targets
 from .snake import PAPER_TABLE_I, SnakeConfig, SnakeLayout, build_snake, snake_counts
 from .snake_sim import SnakeSim
-from .vine import VineConfig, VineHandle, add_circles, add_rectangles, add_rotated_rectangle, add_wall_segments, build_vine
+from .vine import (
+    VineConfig,
+    VineHandle,
+    add_circles,
+    add_rectangles,
+    add_rotated_rectangle,
+    add_wall_segments,
+    build_vine,
+)
 from .vine_sim import VineSim
 
 __all__ = [

@@ -7,7 +7,8 @@ Everything is plain NumPy and batched over worlds, so one object drives all worl
 Chamber model (paper Sec. III and V-A)
 --------------------------------------
 Each link has two antagonistic chambers fed from a common supply through 3-2 valves. A signed link command ``a`` [psi]
-inflates chamber 0 towards ``a`` when ``a > 0`` (positive bending) and chamber 1 towards ``|a|`` when ``a < 0`` (negative
+inflates chamber 0 towards ``a`` when ``a > 0`` (positive bending) and chamber 1 towards ``|a|`` when ``a < 0``
+(negative
 bending); the other chamber is vented (target 0). Per published step ``h_ref = 0.0083 s`` each chamber pressure ``p``
 follows Eq. 12:
 
@@ -154,17 +155,21 @@ class ChamberPressures:
         a = np.asarray(targets_signed_psi, dtype=np.float64)
         if a.shape != (self.worlds, self.links):
             raise ValueError(
-                f"ChamberPressures.step: targets must have shape (worlds, links) = {(self.worlds, self.links)}, got {a.shape}"
+                f"ChamberPressures.step: targets must have shape (worlds, links) = {(self.worlds, self.links)}, got "
+                f"{a.shape}"
             )
         nonfinite = ~np.isfinite(a)
         if nonfinite.any():
             w, i = (int(j) for j in np.argwhere(nonfinite)[0])
-            raise ValueError(f"ChamberPressures.step: target {float(a[w, i])!r} psi at world {w}, link {i} is not finite")
+            raise ValueError(
+                f"ChamberPressures.step: target {float(a[w, i])!r} psi at world {w}, link {i} is not finite"
+            )
         over = np.abs(a) > self.config.p_max_psi + _TARGET_SLACK
         if over.any():
             w, i = (int(j) for j in np.argwhere(over)[0])
             raise ValueError(
-                f"ChamberPressures.step: target {float(a[w, i])!r} psi at world {w}, link {i} exceeds p_max = {self.config.p_max_psi} psi"
+                f"ChamberPressures.step: target {float(a[w, i])!r} psi at world {w}, link {i} exceeds p_max = "
+                f"{self.config.p_max_psi} psi"
             )
         return a
 
@@ -210,7 +215,8 @@ class OpenLoopGait:
     amplitude_psi: amplitude A in [0, p_max_psi] [psi]
     p_max_psi: largest allowed chamber pressure [psi]
 
-    The defaults are the paper's forward-locomotion run (Sec. VI-B): omega = 2 Hz, alpha = pi/2, phi = 0, A = p_max = 8 psi.
+    The defaults are the paper's forward-locomotion run (Sec. VI-B): omega = 2 Hz, alpha = pi/2, phi = 0, A = p_max = 8
+    psi.
     """
 
     omega_hz: float = 2.0
@@ -229,7 +235,9 @@ class OpenLoopGait:
         if not _is_finite_number(self.p_max_psi) or float(self.p_max_psi) <= 0.0:
             raise ValueError(f"OpenLoopGait.p_max_psi must be a positive finite pressure [psi], got {self.p_max_psi!r}")
         if not _is_finite_number(self.amplitude_psi) or float(self.amplitude_psi) < 0.0:
-            raise ValueError(f"OpenLoopGait.amplitude_psi must be a finite pressure >= 0 psi, got {self.amplitude_psi!r}")
+            raise ValueError(
+                f"OpenLoopGait.amplitude_psi must be a finite pressure >= 0 psi, got {self.amplitude_psi!r}"
+            )
         if float(self.amplitude_psi) > float(self.p_max_psi):
             raise ValueError(
                 f"OpenLoopGait.amplitude_psi = {self.amplitude_psi!r} psi is above p_max = {self.p_max_psi!r} psi"

@@ -1,6 +1,7 @@
 """The pneumatic soft snake of Gasoto et al. 2019 (Sec. III, V): configuration and model assembly.
 
-Four soft Ecoflex links (tet meshes with two chambers, :mod:`softsnake.robots.snake_link`) joined by five rigid carriages
+Four soft Ecoflex links (tet meshes with two chambers, :mod:`softsnake.robots.snake_link`) joined by five rigid
+carriages
 through particle attachments; each carriage rides on two passive wheels (revolute joints), which give the anisotropic
 ground friction of a real snake's scales (rolls along the body, grips sideways). Counts for the defaults: 15 bodies,
 1300 particles, 1328 distance constraints, 4608 tets, 10 joints, 200 attachments (paper Table I: 15, 1504, 1460, 4536,
@@ -18,7 +19,6 @@ import numpy as np
 
 from softsnake.io.toml_files import read_toml
 from softsnake.sim import ModelBuilder, SolverConfig
-from softsnake.sim.solver import renamed_settings
 
 from .pneumatics import PneumaticsConfig
 from .snake_link import LinkMesh, link_mesh
@@ -42,7 +42,8 @@ class SnakeConfig:
     inner_ring: int = 8  # particles on the inner ring of a cross-section (outer ring: twice as many)
     #: Ecoflex 00-30 Young's modulus (paper Sec. V)
     youngs_modulus: float = 66243.0
-    #: the paper's 0.4999 locks linear tets (solver notes §3, README): 0.45 keeps the link bendable with the same Y
+    #: the paper's 0.4999 locks linear tets (docs/formulation.md, "Locking"): 0.45 keeps the link bendable with the
+    #: same Y
     poisson_ratio: float = 0.45
     density: float = 1070.0  # Ecoflex 00-30 [kg/m³]
     #: strain-rate damping time constant β of the tets [s] (silicone internal damping)
@@ -54,8 +55,7 @@ class SnakeConfig:
     #: section (chambers of area A_c with their axes at half the link radius, walls of equal thickness to the centre
     #: layer and to the surface): ρ × (1 − 2A_c/πR²) and Young's modulus × I_hollow/I_solid, the second moments of area
     #: about the inextensible centre plane (``link_material``; 0.820 and 0.804 for the defaults). The mesh itself stays
-    #: solid (paper Sec. V) and the actuation lines keep the material's Y (Eq. 4). False: the solid link of the
-    #: releases before (the checkpoints they wrote load with it)
+    #: solid (paper Sec. V) and the actuation lines keep the material's Y (Eq. 4). False: tets of the solid material
     chamber_voids: bool = True
     carriage_length: float = 0.035  # rigid cap pair + electronics plate, along the body
     carriage_width: float = 0.05
@@ -76,27 +76,44 @@ class SnakeConfig:
     wheel_mass: float = 0.03
     #: friction coefficient of every contact (paper Sec. VI: μ = 1)
     mu: float = 1.0
-    #: particle–ground contact slots per snake as a fraction of its particles (the compact contact list, docs/solver.md):
-    #: the links ride ~10 mm above the ground on the wheels, and in the gait at most 52 of the 1300 particles come within
-    #: the contact margin, so a quarter leaves a wide reserve and removes three quarters of the idle contact rows; a step
+    #: particle–ground contact slots per snake as a fraction of its particles (the compact contact list,
+    #: docs/solver.md):
+    #: the links ride ~10 mm above the ground on the wheels, and in the gait at most 52 of the 1300 particles come
+    #: within
+    #: the contact margin, so a quarter leaves a wide reserve and removes three quarters of the idle contact rows; a
+    #: step
     #: that needs more raises ContactCapacityExceeded (1: a slot for every particle)
     contact_slot_fraction: float = 0.25
     #: keep the hard perimeter rows inside the two end sections of each link, which the carriages hold rigid (redundant
-    #: rows: a null space of the multiplier system that slowed the truncated solves, docs/snake.md); only for replaying
-    #: checkpoints and recordings made with them (before they were dropped), which SnakeSim.load detects
+    #: rows: a null space of the multiplier system that slows the truncated solves, docs/snake.md); for replaying
+    #: recordings of a model that had them (tests/data/recorded_snake_step.npz)
     attached_section_rows: bool = False
     #: control step [s]: one frame of ``substeps`` solver steps; the paper's h = 0.0083 s = 1/120 s, 2 per 1/60 s frame
     frame_dt: float = 1.0 / 60.0
     substeps: int = 2
     pneumatics: PneumaticsConfig = field(default_factory=PneumaticsConfig)
     #: solver settings; the link's coarse grid has 8 cells along the link (one per ~1.5 cross-sections) instead of the
-    #: engine's default 4: at 4 × 20 the held 8-psi link then came within 8–9.5 % of an 8 × 400 solve instead of
-    #: 10–11 %, and the coarse snake's 3 s gait within 48 % of 8 × 100 instead of 75 % (measured before the rows'
-    #: preconditioner was fixed at commit 60bf89f, which closed the rest; docs/snake.md), for ~10 % more time
+    #: engine's default 4, which brings the held link and the coarse snake's gait closer to a converged solve for ~10 %
+    #: more time (docs/snake.md)
     solver: SolverConfig = field(default_factory=lambda: SolverConfig(coarse_cells=8, coarse_cell_edges=1.0))
 
     def __post_init__(self):
-        for name in ("link_length", "link_radius", "youngs_modulus", "density", "chamber_area", "carriage_length", "carriage_width", "carriage_height", "carriage_mass", "wheel_radius", "wheel_width", "wheel_track", "wheel_mass", "frame_dt"):
+        for name in (
+            "link_length",
+            "link_radius",
+            "youngs_modulus",
+            "density",
+            "chamber_area",
+            "carriage_length",
+            "carriage_width",
+            "carriage_height",
+            "carriage_mass",
+            "wheel_radius",
+            "wheel_width",
+            "wheel_track",
+            "wheel_mass",
+            "frame_dt",
+        ):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
                 raise ValueError(f"SnakeConfig.{name} must be a finite number > 0, got {v!r}")
@@ -108,7 +125,11 @@ class SnakeConfig:
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"SnakeConfig.{name} must be true or false, got {getattr(self, name)!r}")
         if self.chamber_voids and self.chamber_area >= math.pi * self.link_radius**2 / 4:
-            raise ValueError(f"SnakeConfig.chamber_area {self.chamber_area!r} m² leaves no wall: with chamber_voids a chamber's diameter must be below the link radius (area < πR²/4 = {math.pi * self.link_radius**2 / 4:.4g} m²)")
+            raise ValueError(
+                f"SnakeConfig.chamber_area {self.chamber_area!r} m² leaves no wall: with chamber_voids a chamber's "
+                f"diameter must be below the link radius (area < πR²/4 = {math.pi * self.link_radius**2 / 4:.4g} "
+                "m²)"
+            )
         f = self.contact_slot_fraction
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0.0 < f <= 1.0:
             raise ValueError(f"SnakeConfig.contact_slot_fraction must be a number in (0, 1], got {f!r}")
@@ -119,9 +140,15 @@ class SnakeConfig:
         if not -1.0 < self.poisson_ratio < 0.5:
             raise ValueError(f"SnakeConfig.poisson_ratio must be in (−1, 0.5), got {self.poisson_ratio!r}")
         if self.wheel_radius <= self.link_radius or self.wheel_radius <= self.carriage_height / 2:
-            raise ValueError("SnakeConfig.wheel_radius must exceed link_radius and carriage_height/2 (only the wheels touch the ground)")
+            raise ValueError(
+                "SnakeConfig.wheel_radius must exceed link_radius and carriage_height/2 (only the wheels touch the "
+                "ground)"
+            )
         if self.wheel_track / 2 - self.wheel_width / 2 <= self.carriage_width / 2:
-            raise ValueError("SnakeConfig.wheel_track must leave the wheels outside the carriage (track − wheel_width > carriage_width)")
+            raise ValueError(
+                "SnakeConfig.wheel_track must leave the wheels outside the carriage (track − wheel_width > "
+                "carriage_width)"
+            )
         if isinstance(self.pneumatics, dict):
             self.pneumatics = PneumaticsConfig(**self.pneumatics)
         if isinstance(self.solver, dict):
@@ -167,7 +194,7 @@ class SnakeConfig:
         top = {k: v for k, v in data.items() if k not in ("pneumatics", "solver")}
         table.update(check_fields(top, cls, where=source, skip=("pneumatics", "solver")))
         pneu = check_fields(data.get("pneumatics", {}), PneumaticsConfig, where=f"{source} [pneumatics]")
-        solver = check_fields(renamed_settings(data.get("solver", {}), where=f"{source} [solver]"), SolverConfig, where=f"{source} [solver]")
+        solver = check_fields(data.get("solver", {}), SolverConfig, where=f"{source} [solver]")
         try:
             return cls(**table, pneumatics=PneumaticsConfig(**pneu), solver=dataclasses.replace(cls().solver, **solver))
         except (TypeError, ValueError) as exc:
@@ -254,7 +281,15 @@ def build_snake(config: SnakeConfig) -> tuple[ModelBuilder, SnakeLayout]:
         for side in (-1.0, 1.0):
             y = side * c.wheel_track / 2
             wheel = b.add_body((x, y, z0), rot=wheel_rot)
-            b.add_shape_cylinder(wheel, c.wheel_radius, c.wheel_width / 2, mu=c.mu, density=wheel_density, body_contact=False, particle_contact=False)
+            b.add_shape_cylinder(
+                wheel,
+                c.wheel_radius,
+                c.wheel_width / 2,
+                mu=c.mu,
+                density=wheel_density,
+                body_contact=False,
+                particle_contact=False,
+            )
             drive = dict(target_velocity=0.0, damping=c.wheel_damping) if c.wheel_damping > 0 else {}
             b.add_joint_revolute(body, wheel, (x, y, z0), (0.0, 1.0, 0.0), **drive)
             wheels.append(wheel)
@@ -263,7 +298,15 @@ def build_snake(config: SnakeConfig) -> tuple[ModelBuilder, SnakeLayout]:
     link_particles, chamber = [], []
     for i in range(c.links):
         x0 = i * pitch + c.carriage_length
-        ids = b.add_soft_mesh(mesh.vertices, mesh.tets, density=link_density, youngs_modulus=link_youngs, poisson_ratio=c.poisson_ratio, damping=c.material_damping, pos=(x0, 0.0, z0))
+        ids = b.add_soft_mesh(
+            mesh.vertices,
+            mesh.tets,
+            density=link_density,
+            youngs_modulus=link_youngs,
+            poisson_ratio=c.poisson_ratio,
+            damping=c.material_damping,
+            pos=(x0, 0.0, z0),
+        )
         link_particles.append(ids)
         last = mesh.section.max()
         for pairs in (mesh.layer_pairs, mesh.perimeter_pairs):

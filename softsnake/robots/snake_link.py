@@ -48,12 +48,18 @@ def _disc(inner_ring: int, radius: float):
     n1, n2 = inner_ring, 2 * inner_ring
     th1 = 2 * np.pi * np.arange(n1) / n1
     th2 = 2 * np.pi * np.arange(n2) / n2
-    yz = np.concatenate([[[0.0, 0.0]], 0.5 * radius * np.c_[np.sin(th1), np.cos(th1)], radius * np.c_[np.sin(th2), np.cos(th2)]])
+    yz = np.concatenate(
+        [[[0.0, 0.0]], 0.5 * radius * np.c_[np.sin(th1), np.cos(th1)], radius * np.c_[np.sin(th2), np.cos(th2)]]
+    )
     centre, r1, r2 = 0, lambda j: 1 + j % n1, lambda j: 1 + n1 + j % n2
     right = []
     for j in range(n1 // 2):  # inner-ring edge (j, j+1) of the y ≥ 0 half and the two outer edges beside it
         right.append((centre, r1(j), r1(j + 1)))
-        right += [(r1(j), r2(2 * j), r2(2 * j + 1)), (r1(j), r2(2 * j + 1), r1(j + 1)), (r1(j + 1), r2(2 * j + 1), r2(2 * j + 2))]
+        right += [
+            (r1(j), r2(2 * j), r2(2 * j + 1)),
+            (r1(j), r2(2 * j + 1), r1(j + 1)),
+            (r1(j + 1), r2(2 * j + 1), r2(2 * j + 2)),
+        ]
     mirror = np.concatenate([[0], 1 + (-np.arange(n1)) % n1, 1 + n1 + (-np.arange(n2)) % n2])
     return yz, np.asarray(right), mirror
 
@@ -72,7 +78,10 @@ def link_mesh(length: float, radius: float, sections: int = 13, inner_ring: int 
     if sections < 2:
         raise ValueError(f"a link needs at least 2 cross-sections, got {sections}")
     if inner_ring < 4 or inner_ring % 4:
-        raise ValueError(f"inner_ring must be a multiple of 4 (≥ 4) so the centre plane and chamber axes hold particles, got {inner_ring}")
+        raise ValueError(
+            "inner_ring must be a multiple of 4 (≥ 4) so the centre plane and chamber axes hold particles, got "
+            f"{inner_ring}"
+        )
     if not (length > 0 and radius > 0):
         raise ValueError(f"link length and radius must be > 0, got {length}, {radius}")
     yz, right, mirror = _disc(inner_ring, radius)

@@ -23,7 +23,16 @@ from softsnake.sim import Solver
 from .pneumatics import PSI, ChamberPressures
 from .snake import SnakeConfig, build_snake
 
-CHECKPOINT_FORMAT = "softsnake-snake-checkpoint-1"
+#: the checkpoint layout this version writes and reads; bumped whenever the saved arrays or their meaning change (older
+#: files are refused with one line: resume them with the softsnake version that wrote them)
+CHECKPOINT_VERSION = 2
+CHECKPOINT_FORMAT = f"softsnake-snake-checkpoint-{CHECKPOINT_VERSION}"
+
+
+def _version() -> str:
+    from softsnake import __version__
+
+    return __version__
 
 
 def _heading(quat_xyzw: np.ndarray) -> np.ndarray:
@@ -50,7 +59,9 @@ class SnakeSim:
         self.worlds = int(worlds)
         builder, self.layout = build_snake(self.config)
         slots = math.ceil(self.config.contact_slot_fraction * builder.particle_count) * min(builder.shape_count, 1)
-        self.model = builder.finalize(device=device, worlds=self.worlds, contact_capacity=slots)  # unknown device → ValueError
+        self.model = builder.finalize(
+            device=device, worlds=self.worlds, contact_capacity=slots
+        )  # unknown device → ValueError
         self.device = self.model.device
         self.state = self.model.state()
         self.control = self.model.control()
@@ -94,7 +105,13 @@ class SnakeSim:
         wp.launch(
             kact.chamber_rest_scale,
             dim=self.worlds * m.distance_count,
-            inputs=[m.distance_count, 2 * self.links, float(self.config.youngs_modulus), self._distance_chamber, self._chamber_pa],
+            inputs=[
+                m.distance_count,
+                2 * self.links,
+                float(self.config.youngs_modulus),
+                self._distance_chamber,
+                self._chamber_pa,
+            ],
             outputs=[self.control.distance_rest_scale],
             device=self.device,
         )
@@ -120,7 +137,9 @@ class SnakeSim:
         """Centre of mass of each snake (worlds, 3) [m]."""
         x = self.particle_positions().astype(np.float64)
         bq = self.body_poses().astype(np.float64)
-        s = np.einsum("wpk,p->wk", x, self.model.particle_mass) + np.einsum("wbk,b->wk", bq[:, :, :3], self.model.body_mass)
+        s = np.einsum("wpk,p->wk", x, self.model.particle_mass) + np.einsum(
+            "wbk,b->wk", bq[:, :, :3], self.model.body_mass
+        )
         return s / self.total_mass
 
     def carriage_headings(self) -> np.ndarray:
@@ -143,7 +162,7 @@ class SnakeSim:
     def snapshot(self) -> dict:
         """Host copies of everything a step depends on: time, pressures, targets, the engine state and the solver's
         carried arrays (``restore`` puts them back; ``save`` writes them with the config). For in-memory rollouts from
-        one state, e.g. the same frame at several solver budgets (benchmarks/snake_step_error.py)."""
+        one state, e.g. the same frame at several solver budgets (benchmarks/studies/snake_step_error.py)."""
         arrays = dict(
             meta=np.array(json.dumps(dict(worlds=self.worlds, frame=self.frame))),
             chamber_pressures=self._pressures.values,
@@ -172,7 +191,9 @@ class SnakeSim:
         self._targets = np.asarray(snapshot["targets"], dtype=np.float64).copy()
         for name in names:
             getattr(self.state, name).assign(snapshot[name])
-        self.solver.restore_carried_state({k[len("solver_"):]: v for k, v in snapshot.items() if k.startswith("solver_")})
+        self.solver.restore_carried_state(
+            {k[len("solver_") :]: v for k, v in snapshot.items() if k.startswith("solver_")}
+        )
         self.frame = int(meta["frame"])
         self.time = self.frame * self.config.frame_dt
         self._upload_pressures()
@@ -181,42 +202,62 @@ class SnakeSim:
         """Write a checkpoint (.npz, atomically): config, time, pressures, targets, the engine state and the solver's
         carried arrays. ``SnakeSim.load`` resumes it bit-identically on the same device type."""
         path = Path(path)
-        arrays = dict(format=np.array(CHECKPOINT_FORMAT), config_toml=np.array(self.config.to_toml()), **self.snapshot())
+        arrays = dict(
+            format=np.array(CHECKPOINT_FORMAT),
+            softsnake_version=np.array(_version()),
+            config_toml=np.array(self.config.to_toml()),
+            **self.snapshot(),
+        )
         return write_npz_atomic(path, **arrays)
 
     @classmethod
-    def load(cls, path, device: str | None = None) -> "SnakeSim":
-        """Resume a checkpoint written by :meth:`save` (on ``device``, default the CPU)."""
+    def load(cls, path, device: str | None = None, *, solver=None) -> "SnakeSim":
+        """Resume a checkpoint written by :meth:`save` (on ``device``, default the CPU; ``solver``: a SolverConfig to
+        continue with instead of the saved one, e.g. another iteration budget). ValueError naming the file when it is
+        unreadable, damaged, not a snake checkpoint or written in another checkpoint format."""
+        from softsnake.io.arrays import read_npz
+
         path = Path(path)
-        try:
-            with np.load(path, allow_pickle=False) as f:
-                data = {k: f[k] for k in f.files}
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot read checkpoint {str(path)!r}: {exc}") from exc
-        if str(data.get("format", "")) != CHECKPOINT_FORMAT:
-            raise ValueError(f"{str(path)!r} is not a softsnake snake checkpoint")
+        data = read_npz(path, "checkpoint")
+        check_checkpoint_format(data, path)
         import tomllib
 
-        table = tomllib.loads(str(data["config_toml"]))
+        try:
+            table = tomllib.loads(str(data["config_toml"]))
+            meta = json.loads(str(data["meta"]))
+        except (KeyError, ValueError) as exc:
+            raise ValueError(f"checkpoint {str(path)!r} is damaged: {exc}") from None
         config = SnakeConfig.from_dict(table, source=str(path))
-        if "chamber_voids" not in table.get("snake", table):
-            # saved before the link's tets took the hollow section's stiffness and mass: the solid link it ran
-            config = dataclasses.replace(config, chamber_voids=False)
-        meta = json.loads(str(data["meta"]))
-        if "solver_contact_particle" not in data:
-            # saved before the compact contact list: one contact slot per particle, which the solver state needs
-            config = dataclasses.replace(config, contact_slot_fraction=1.0)
+        if solver is not None:
+            config = dataclasses.replace(config, solver=solver)
         sim = cls(worlds=meta["worlds"], device=device or "cpu", config=config)
-        lam = data.get("solver_lam")
-        if lam is not None and lam.shape != sim.solver.lam.shape and not config.attached_section_rows:
-            # written before the redundant rows inside the attached end sections were dropped: the model it ran
-            sim = cls(worlds=meta["worlds"], device=device or "cpu", config=dataclasses.replace(config, attached_section_rows=True))
+        missing = sorted(set(sim.snapshot()) - set(data))
+        if missing:
+            raise ValueError(f"checkpoint {str(path)!r} lacks {', '.join(missing)}")
         sim.restore(data)
         return sim
 
     def __repr__(self) -> str:
         c = self.layout.counts
-        return f"SnakeSim(worlds={self.worlds}, device={self.device}, particles/snake={c['particles']}, tets/snake={c['tets']}, h={self.config.h:.5f} s × {self.config.substeps} per frame)"
+        return (
+            f"SnakeSim(worlds={self.worlds}, device={self.device}, particles/snake={c['particles']}, "
+            f"tets/snake={c['tets']}, h={self.config.h:.5f} s × {self.config.substeps} per frame)"
+        )
+
+
+def check_checkpoint_format(data: dict, path) -> None:
+    """ValueError unless the arrays ``data`` of file ``path`` are a snake checkpoint in this version's format: a file
+    of another format is refused with one line (no conversion is attempted)."""
+    found = str(data.get("format", ""))
+    if found == CHECKPOINT_FORMAT:
+        return
+    prefix = CHECKPOINT_FORMAT.rsplit("-", 1)[0] + "-"
+    if not found.startswith(prefix):
+        raise ValueError(f"{str(path)!r} is not a softsnake snake checkpoint")
+    raise ValueError(
+        f"checkpoint {str(path)!r} has format {found.removeprefix(prefix)}; softsnake {_version()} reads format "
+        f"{CHECKPOINT_VERSION} only (resume it with the version that wrote it, or start the run again)"
+    )
 
 
 def gait_targets(gait, t: float, worlds: int, links: int) -> np.ndarray:

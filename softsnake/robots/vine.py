@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -98,7 +97,6 @@ class VineConfig:
         base.update(overrides)
         return cls(**base)
 
-
     @classmethod
     def from_toml(cls, path, **overrides) -> "VineConfig":
         """Read a ``[vine]`` table (or top-level keys): ``preset`` picks the defaults, the other keys override them.
@@ -109,7 +107,10 @@ class VineConfig:
         unknown = sorted(set(table) - known)
         if unknown:
             where = "[vine] table" if "vine" in data else "top level"
-            raise ValueError(f"unknown vine setting(s) in {str(path)!r} ({where}): {', '.join(unknown)} (VineConfig fields: {', '.join(sorted(known))})")
+            raise ValueError(
+                f"unknown vine setting(s) in {str(path)!r} ({where}): {', '.join(unknown)} (VineConfig fields: "
+                f"{', '.join(sorted(known))})"
+            )
         table.update(overrides)
         name = table.pop("preset", "jitosho")
         for k in ("origin", "eps_poly", "mlp_params"):
@@ -118,7 +119,9 @@ class VineConfig:
         return cls.preset_config(name, **table)
 
     def to_dict(self) -> dict:
-        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in dataclasses.fields(self)}
+        return {
+            f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in dataclasses.fields(self)
+        }
 
     def validate(self) -> None:
         if self.preset not in PRESETS:
@@ -146,7 +149,9 @@ class VineConfig:
         if self.bending == "wrinkling" and not (0.0 < self.effective_eps_crit() < 1.0):
             raise ValueError(f"eps_crit must be in (0, 1), got {self.effective_eps_crit()!r}")
         if self.bending == "mlp" and len(self.mlp_params) not in (0, 31):
-            raise ValueError(f"mlp_params must have 31 numbers (w1[10], b1[10], w2[10], b2), got {len(self.mlp_params)}")
+            raise ValueError(
+                f"mlp_params must have 31 numbers (w1[10], b1[10], w2[10], b2), got {len(self.mlp_params)}"
+            )
         for name in ("newton_iterations", "linear_iterations"):
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or v < 1:
@@ -155,14 +160,21 @@ class VineConfig:
         if k0 is not None and k0 * self.dt**2 / self.inertia > EXPLICIT_BENDING_LIMIT:
             raise ValueError(
                 f"the explicit bending step is unstable with these settings: small-angle stiffness × dt² / inertia = "
-                f"{k0:.3g} × {self.dt:.3g}² / {self.inertia:.3g} = {k0 * self.dt**2 / self.inertia:.3g} (stable below ~1; "
+                f"{k0:.3g} × {self.dt:.3g}² / {self.inertia:.3g} = {k0 * self.dt**2 / self.inertia:.3g} (stable below "
+                "~1; "
                 f"{EXPLICIT_BENDING_LIMIT:g} is the single-hinge limit): raise inertia, or lower dt or the stiffness"
             )
         if self.preset == "chen":
             if not (math.isfinite(self.link_length) and self.link_length > 0):
                 raise ValueError(f"chen preset needs link_length > 0 [m], got {self.link_length!r}")
-            if isinstance(self.initial_links, bool) or int(self.initial_links) != self.initial_links or not (1 <= self.initial_links <= self.links):
-                raise ValueError(f"initial_links must be an integer in [1, links={self.links}], got {self.initial_links!r}")
+            if (
+                isinstance(self.initial_links, bool)
+                or int(self.initial_links) != self.initial_links
+                or not (1 <= self.initial_links <= self.links)
+            ):
+                raise ValueError(
+                    f"initial_links must be an integer in [1, links={self.links}], got {self.initial_links!r}"
+                )
 
     # ----------------------------------------------------------------- derived
     @property
@@ -213,12 +225,26 @@ def default_mlp_params(stiffness: float) -> np.ndarray:
 EXPLICIT_BENDING_LIMIT = 4.0
 
 PRESETS: dict[str, dict] = {
-    # Julia reference settings (data/vine/README.md) converted from the original mm-based units to SI (mass unit kept):
-    # lengths × 1e-3; inertia 5 → 5e-6 kg m², K = 30000 → 0.03 N m/rad, C = 10 → 1e-5 N m s/rad (mm² → m²); mass 0.002 kg;
+    # Julia reference settings (assets/vine/README.md) converted from the original mm-based units to SI (mass unit
+    # kept): lengths × 1e-3; inertia 5 → 5e-6 kg m², K = 30000 → 0.03 N m/rad, C = 10 → 1e-5 N m s/rad (mm² → m²); mass
+    # 0.002 kg;
     # 25 links, θ0 = −52°, tube diameter 15 mm, Δt = 1/90 s, growth 205/25 mm/s per prismatic joint.
     "jitosho": dict(
-        preset="jitosho", links=25, half_length=3.0e-3, radius=7.5e-3, mass=0.002, inertia=5.0e-6, heading=math.radians(-52.0),
-        growth_rate=8.2e-3, bending="linear", stiffness=0.03, damping=1.0e-5, dt=1.0 / 90.0, newton_iterations=4, linear_iterations=50, warm_start=1.0,
+        preset="jitosho",
+        links=25,
+        half_length=3.0e-3,
+        radius=7.5e-3,
+        mass=0.002,
+        inertia=5.0e-6,
+        heading=math.radians(-52.0),
+        growth_rate=8.2e-3,
+        bending="linear",
+        stiffness=0.03,
+        damping=1.0e-5,
+        dt=1.0 / 90.0,
+        newton_iterations=4,
+        linear_iterations=50,
+        warm_start=1.0,
     ),
     # Chen et al. 2025: 67 mm LDPE tube (R = 33.5 mm), link length = tube diameter (sphere diameter = d_segment),
     # 40 maximum links (their Fig. 1); masses of a 2-mil LDPE tube (≈0.65 g per link, split over two bodies);
@@ -227,9 +253,26 @@ PRESETS: dict[str, dict] = {
     # 1e-7 kg m² would make it unstable (k0·Δt²/I ≈ 2000 with the small-angle stiffness k0 = 0.59 N m/rad); 2.2e-3 kg m²
     # puts it at k0·Δt²/I = 0.3, the margin the video fits use (docs/vine.md, "Stability bound").
     "chen": dict(
-        preset="chen", links=40, link_length=0.067, half_length=0.067 / 4, initial_links=1, radius=0.0335, mass=3.3e-4, inertia=2.2e-3,
-        heading=math.radians(-90.0), growth_rate=0.05, bending="wrinkling", stiffness=0.05, damping=1.0e-4, m_full=0.0, pressure=2000.0, eps_crit=0.1,
-        dt=1.0 / 30.0, newton_iterations=4, linear_iterations=50, warm_start=1.0,
+        preset="chen",
+        links=40,
+        link_length=0.067,
+        half_length=0.067 / 4,
+        initial_links=1,
+        radius=0.0335,
+        mass=3.3e-4,
+        inertia=2.2e-3,
+        heading=math.radians(-90.0),
+        growth_rate=0.05,
+        bending="wrinkling",
+        stiffness=0.05,
+        damping=1.0e-4,
+        m_full=0.0,
+        pressure=2000.0,
+        eps_crit=0.1,
+        dt=1.0 / 30.0,
+        newton_iterations=4,
+        linear_iterations=50,
+        warm_start=1.0,
     ),
 }
 
@@ -257,7 +300,9 @@ def _rot_z(theta: float) -> tuple:
     return (0.0, 0.0, math.sin(theta / 2.0), math.cos(theta / 2.0))
 
 
-def build_vine(builder, config: VineConfig, *, origin=None, heading: float | None = None, link_angles=None, link_lengths=None) -> VineHandle:
+def build_vine(
+    builder, config: VineConfig, *, origin=None, heading: float | None = None, link_angles=None, link_lengths=None
+) -> VineHandle:
     """Add a vine robot to ``builder`` (a :class:`~softsnake.sim.ModelBuilder` with zero gravity).
 
     origin (x, y) [m] and heading [rad] default to the config's. link_angles (links,) [rad] and link_lengths (links,)
@@ -291,7 +336,11 @@ def build_vine(builder, config: VineConfig, *, origin=None, heading: float | Non
     else:
         lengths = np.full(L, 4.0 * d) if link_lengths is None else np.asarray(link_lengths, dtype=np.float64)
         slides = lengths - 2.0 * d
-    if lengths.shape != (L,) or not np.all(np.isfinite(lengths)) or np.any(lengths < (0.0 if config.preset == "chen" else 2.0 * d)):
+    if (
+        lengths.shape != (L,)
+        or not np.all(np.isfinite(lengths))
+        or np.any(lengths < (0.0 if config.preset == "chen" else 2.0 * d))
+    ):
         raise ValueError(f"link_lengths must be {L} finite lengths ≥ {'0' if config.preset == 'chen' else '2d'} [m]")
     m, I = config.mass, config.inertia
     inertia = (I, I, I)
@@ -307,11 +356,27 @@ def build_vine(builder, config: VineConfig, *, origin=None, heading: float | Non
         pins.append(builder.add_joint_revolute(prev, a, start, z))
         rate = config.growth_rate if (config.preset == "jitosho" or k == _first_growing(config, lengths)) else 0.0
         prism.append(builder.add_joint_prismatic(a, b, start + d * u, u, target_velocity=rate))
-        shapes.append(builder.add_shape_sphere(b, config.radius, pos=(d, 0.0, 0.0), mu=config.mu, body_contact=False, particle_contact=False))
+        shapes.append(
+            builder.add_shape_sphere(
+                b, config.radius, pos=(d, 0.0, 0.0), mu=config.mu, body_contact=False, particle_contact=False
+            )
+        )
         bodies += [a, b]
         start = start + lengths[k] * u
-    hinges = ([(-1, bodies[0])] if config.base_spring else []) + [(bodies[2 * k - 1], bodies[2 * k]) for k in range(1, L)]
-    return VineHandle(config, np.asarray(bodies), np.asarray(prism), np.asarray(pins), hinges, np.asarray(shapes), o, th0, slides.copy())
+    hinges = ([(-1, bodies[0])] if config.base_spring else []) + [
+        (bodies[2 * k - 1], bodies[2 * k]) for k in range(1, L)
+    ]
+    return VineHandle(
+        config,
+        np.asarray(bodies),
+        np.asarray(prism),
+        np.asarray(pins),
+        hinges,
+        np.asarray(shapes),
+        o,
+        th0,
+        slides.copy(),
+    )
 
 
 def _first_growing(config: VineConfig, lengths: np.ndarray) -> int:
@@ -338,7 +403,10 @@ def add_rectangles(builder, rects, *, mu: float = 0.0) -> list[int]:
     if np.any(r[:, 2:] <= 0):
         bad = int(np.nonzero(np.any(r[:, 2:] <= 0, axis=1))[0][0])
         raise ValueError(f"rectangle {bad} has non-positive width or height: {r[bad].tolist()}")
-    return [builder.add_shape_box(-1, (w / 2, h / 2, OBSTACLE_HALF_HEIGHT), pos=(x + w / 2, y + h / 2, 0.0), mu=mu) for x, y, w, h in r]
+    return [
+        builder.add_shape_box(-1, (w / 2, h / 2, OBSTACLE_HALF_HEIGHT), pos=(x + w / 2, y + h / 2, 0.0), mu=mu)
+        for x, y, w, h in r
+    ]
 
 
 def add_rotated_rectangle(builder, center, width: float, height: float, angle: float, *, mu: float = 0.0) -> int:
@@ -346,7 +414,9 @@ def add_rotated_rectangle(builder, center, width: float, height: float, angle: f
     rotated by ``angle`` [rad] (the wall of the Jitosho wall-growth experiment)."""
     if not (width > 0 and height > 0):
         raise ValueError(f"rectangle width and height must be > 0, got {width}, {height}")
-    return builder.add_shape_box(-1, (height / 2, width / 2, OBSTACLE_HALF_HEIGHT), pos=(center[0], center[1], 0.0), rot=_rot_z(angle), mu=mu)
+    return builder.add_shape_box(
+        -1, (height / 2, width / 2, OBSTACLE_HALF_HEIGHT), pos=(center[0], center[1], 0.0), rot=_rot_z(angle), mu=mu
+    )
 
 
 def add_circles(builder, circles, *, mu: float = 0.0) -> list[int]:
@@ -360,7 +430,9 @@ def add_circles(builder, circles, *, mu: float = 0.0) -> list[int]:
 def add_wall_segments(builder, segments, *, thickness: float, mu: float = 0.0) -> list[int]:
     """Static line-segment walls ((x1, y1), (x2, y2)) [m] as thin boxes of ``thickness`` centred on the segment
     (the wall faces are thickness/2 from the line; the ends are flat)."""
-    s = _check_rows("wall segments", np.asarray(segments, dtype=np.float64).reshape(-1, 4) if np.size(segments) else [], 4)
+    s = _check_rows(
+        "wall segments", np.asarray(segments, dtype=np.float64).reshape(-1, 4) if np.size(segments) else [], 4
+    )
     if not thickness > 0:
         raise ValueError(f"wall thickness must be > 0, got {thickness!r}")
     ids = []
@@ -369,7 +441,15 @@ def add_wall_segments(builder, segments, *, thickness: float, mu: float = 0.0) -
         if length <= 0:
             raise ValueError(f"wall segment {k} has zero length: {[x1, y1, x2, y2]}")
         ang = math.atan2(y2 - y1, x2 - x1)
-        ids.append(builder.add_shape_box(-1, (length / 2, thickness / 2, OBSTACLE_HALF_HEIGHT), pos=((x1 + x2) / 2, (y1 + y2) / 2, 0.0), rot=_rot_z(ang), mu=mu))
+        ids.append(
+            builder.add_shape_box(
+                -1,
+                (length / 2, thickness / 2, OBSTACLE_HALF_HEIGHT),
+                pos=((x1 + x2) / 2, (y1 + y2) / 2, 0.0),
+                rot=_rot_z(ang),
+                mu=mu,
+            )
+        )
     return ids
 
 
@@ -378,4 +458,3 @@ def planar_poses(body_q: np.ndarray) -> np.ndarray:
     q = np.asarray(body_q, dtype=np.float64)
     th = 2.0 * np.arctan2(q[..., 5], q[..., 6])
     return np.stack([q[..., 0], q[..., 1], (th + np.pi) % (2 * np.pi) - np.pi], axis=-1)
-

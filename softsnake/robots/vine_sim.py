@@ -6,10 +6,8 @@ import math
 import time
 
 import numpy as np
-import warp as wp
 
 from softsnake.sim import HingeTorques, ModelBuilder, Solver
-from softsnake.sim.model import quiet_warp
 
 from .vine import VineConfig, VineHandle, add_circles, add_rectangles, add_wall_segments, build_vine, planar_poses
 
@@ -25,8 +23,24 @@ class VineSim:
     that blow up are flagged, see :attr:`diverged_worlds`). The bending springs are explicit
     (:class:`~softsnake.sim.HingeTorques`), evaluated at the start of every step like F(q_k, v_k) in the originals."""
 
-    def __init__(self, config: VineConfig, *, rects=None, circles=None, walls=None, wall_thickness: float | None = None, worlds: int = 1, headings=None, bending_params=None, link_angles=None, link_lengths=None, growth_velocity: bool = False, device: str = "cpu", extra_shapes=None, on_nonfinite: str = "raise"):
-        quiet_warp()
+    def __init__(
+        self,
+        config: VineConfig,
+        *,
+        rects=None,
+        circles=None,
+        walls=None,
+        wall_thickness: float | None = None,
+        worlds: int = 1,
+        headings=None,
+        bending_params=None,
+        link_angles=None,
+        link_lengths=None,
+        growth_velocity: bool = False,
+        device: str = "cpu",
+        extra_shapes=None,
+        on_nonfinite: str = "raise",
+    ):
         config.validate()
         self.config = config
         if isinstance(worlds, bool) or int(worlds) != worlds or worlds < 1:
@@ -39,7 +53,9 @@ class VineSim:
         if circles is not None and len(circles):
             add_circles(b, circles, mu=config.mu)
         if walls is not None and len(walls):
-            add_wall_segments(b, walls, thickness=wall_thickness if wall_thickness is not None else config.radius * 0.2, mu=config.mu)
+            add_wall_segments(
+                b, walls, thickness=wall_thickness if wall_thickness is not None else config.radius * 0.2, mu=config.mu
+            )
         if extra_shapes is not None:
             extra_shapes(b)
         self.model = b.finalize(device=device, worlds=W)
@@ -73,7 +89,15 @@ class VineSim:
         self.torques = HingeTorques(self.model, h.hinges, params, law=law, body_q0=q0)
         # initial link lengths: jitosho rest is straight; the hinge rest angles are relative to a straight vine
         self._straighten_rest(q0)
-        self.solver = Solver(self.model, dt=config.dt, newton_iterations=config.newton_iterations, linear_iterations=config.linear_iterations, warm_start=config.warm_start, contact_warm_start=config.warm_start, on_nonfinite=on_nonfinite)
+        self.solver = Solver(
+            self.model,
+            dt=config.dt,
+            newton_iterations=config.newton_iterations,
+            linear_iterations=config.linear_iterations,
+            warm_start=config.warm_start,
+            contact_warm_start=config.warm_start,
+            on_nonfinite=on_nonfinite,
+        )
         self.time = 0.0
         self.steps = 0
         self.step_seconds = 0.0
@@ -91,7 +115,12 @@ class VineSim:
         h, cfg = self.handle, self.config
         W, nb = q0.shape[:2]
         qd = np.zeros((W, nb, 6))
-        rates = np.array([cfg.growth_rate if (cfg.preset == "jitosho" or k == self._chen_active_index()) else 0.0 for k in range(h.link_count)])
+        rates = np.array(
+            [
+                cfg.growth_rate if (cfg.preset == "jitosho" or k == self._chen_active_index()) else 0.0
+                for k in range(h.link_count)
+            ]
+        )
         for w in range(W):
             v = np.zeros(3)
             for k in range(h.link_count):
@@ -121,7 +150,9 @@ class VineSim:
         rest = np.asarray(rest).reshape(W, len(h.hinges))
         if np.any(np.abs(rest) > 1e-9):
             # relative rotation at build minus the bend: rebuild the rest quaternions with a turn of −bend
-            self.torques = HingeTorques(self.model, h.hinges, self.torques._params_np, law=self.config.bending, body_q0=q0, rest_angles=0.0)
+            self.torques = HingeTorques(
+                self.model, h.hinges, self.torques._params_np, law=self.config.bending, body_q0=q0, rest_angles=0.0
+            )
             rq = self.torques.rest_rotation.numpy().reshape(W, len(h.hinges), 4).astype(np.float64)
             for w in range(W):
                 for k in range(len(h.hinges)):
@@ -177,7 +208,8 @@ class VineSim:
         return planar_poses(q[:, self.handle.bodies])
 
     def contact_points(self, poses: np.ndarray | None = None) -> np.ndarray:
-        """Distal end of every link's second body (worlds, links, 2) [m] (the contact points; the last one is the tip)."""
+        """Distal end of every link's second body (worlds, links, 2) [m] (the contact points; the last one is the
+        tip)."""
         p = self.poses() if poses is None else poses
         d = self.config.body_half_length
         b = p[:, 1::2]
@@ -223,7 +255,14 @@ class VineSim:
 def _qmul(a, b):
     ax, ay, az, aw = a
     bx, by, bz, bw = b
-    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
+    return np.array(
+        [
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz,
+        ]
+    )
 
 
 def _wrap(a: float) -> float:

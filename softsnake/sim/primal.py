@@ -239,7 +239,7 @@ class PrimalStep:
 
     def matvec(self, xv: wp.array, xl: wp.array, yv: wp.array, yl: wp.array, negate_rows: bool = True) -> None:
         """(yv, yl) = [[A, −J_pᵀ], [−J_p, −S]] (xv, xl) at the current rows, every world (one launch)."""
-        self._stage(kstep.saddle_product, self._saddle(xv, xl), self._saddle(yv, yl), 1 if negate_rows else 0)
+        self._stage(kstep.saddle_product, self._saddle(xv, xl), 1 if negate_rows else 0, self._saddle(yv, yl))
 
     def precondition(self, rv: wp.array, rl: wp.array, zv: wp.array, zl: wp.array) -> None:
         """(zv, zl) = blockdiag(two-level A⁻¹ approximation, rows' preconditioner) (rv, rl), every world (one launch)."""

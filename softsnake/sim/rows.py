@@ -15,18 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: (name, rows per element, kind) in row order. kind: "bilateral" rows keep their multiplier from step to step (and
-#: are scaled by the warm start), "contact" rows are re-listed every step (normal FB row + two friction rows),
-#: "elastic" rows are the tets' strain rows, eliminated by the primal formulation (docs/solver.md).
-ROW_FAMILIES = (
-    ("distance", 1, "bilateral"),
-    ("tet", 6, "elastic"),
-    ("contact", 3, "contact"),  # particle – static shape (the step's compact contact list)
-    ("attachment", 3, "bilateral"),  # particle – rigid body
-    ("joint", 6, "bilateral"),  # rigid body – rigid body (or the world)
-    ("body_contact", 3, "contact"),  # rigid-body feature – static shape or other body's shape
-    ("particle_body", 3, "contact"),  # particle – rigid-body shape
-)
+from softsnake.kernels.row_families import FAMILIES
+
+#: (name, rows per element, kind) in row order, from the kernels' table (kernels/row_families.py). kind: "bilateral"
+#: rows keep their multiplier from step to step (and are scaled by the warm start), "contact" rows are re-listed every
+#: step (normal FB row + two friction rows), "elastic" rows are the tets' strain rows, eliminated by the primal
+#: formulation (docs/solver.md). The families: distance (and actuation) constraints, tets, particle–static-shape
+#: contacts (the step's compact list), particle–body attachments, joints, rigid-body feature–shape contacts,
+#: particle–body-shape contacts.
+ROW_FAMILIES = tuple((f.name, f.rows_per_element, f.kind) for f in FAMILIES)
 
 #: index of each family in ROW_FAMILIES (the kernels' constants in kernels/data.py follow the same order)
 FAMILY_INDEX = {name: k for k, (name, _, _) in enumerate(ROW_FAMILIES)}

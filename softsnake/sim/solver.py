@@ -139,31 +139,12 @@ class SolverConfig:
         """Read a ``[solver]`` table (or top-level keys) from a TOML file."""
         p = Path(path)
         data = read_toml(p, "solver config")
-        table = renamed_settings(data.get("solver", data), where=str(p))
+        table = data.get("solver", data)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(table) - known)
         if unknown:
             raise ValueError(f"unknown solver setting(s) in {str(p)!r}: {', '.join(unknown)}")
         return cls(**table)
-
-
-#: settings renamed since earlier versions (old name → new name); configs and checkpoints with the old name still load
-RENAMED_SETTINGS = {"cuda_graph": "graph_capture"}
-#: settings that no longer exist and had no effect: read from configs and checkpoints of this version, and ignored
-REMOVED_SETTINGS = ("diagnostics",)
-
-
-def renamed_settings(table: dict, where: str = "solver settings") -> dict:
-    """``table`` with old setting names replaced by their new ones (RENAMED_SETTINGS); both at once is an error."""
-    if not isinstance(table, dict):
-        return table  # the caller's field check reports it
-    out = {k: v for k, v in table.items() if k not in REMOVED_SETTINGS}
-    for old, new in RENAMED_SETTINGS.items():
-        if old in out:
-            if new in out:
-                raise ValueError(f"{where}: give {new!r} or its old name {old!r}, not both")
-            out[new] = out.pop(old)
-    return out
 
 
 @dataclass
@@ -193,7 +174,7 @@ class Solver:
         dt = float(dt)
         if not np.isfinite(dt) or dt <= 0:
             raise ValueError(f"dt must be a finite number > 0, got {dt!r}")
-        cfg = dataclasses.replace(config or SolverConfig(), **renamed_settings(overrides))
+        cfg = dataclasses.replace(config or SolverConfig(), **overrides)
         if newton_iterations is not None:
             cfg = dataclasses.replace(cfg, newton_iterations=newton_iterations)
         if linear_iterations is not None:

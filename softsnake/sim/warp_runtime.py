@@ -1,4 +1,5 @@
-"""Starting Warp for a command: no raw driver lines unless asked, and a notice before first-use kernel compilation."""
+"""Warp's messages and start-up: quiet unless asked (``show_warp_messages``), no raw driver lines in a command's
+output, and a progress count while the kernels compile on first use (``compile_kernels``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import contextlib
 import os
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import warp as wp
 
@@ -34,18 +36,25 @@ def native_stderr_dropped():
         os.close(saved)
 
 
-def init_warp(verbose: bool = False) -> None:
-    """``wp.init()``. Unless ``verbose``, Warp's banner and the lines its native library prints straight to the
-    stderr file descriptor (``Warp CUDA warning: Could not find or load the NVIDIA CUDA driver`` on every CPU-only
-    machine) are dropped; errors still reach Python as exceptions."""
+def show_warp_messages(show: bool = True) -> None:
+    """Show (``show=True``) or hide Warp's own messages: its start-up banner, a line per kernel module loaded or
+    compiled, and (in commands) its driver's lines. softsnake hides them by default, from ``import softsnake`` on;
+    warnings and errors always show. The command line's ``--verbose`` calls this."""
     global _verbose
-    _verbose = bool(verbose)
-    if verbose:
+    _verbose = bool(show)
+    if show:
         wp.config.quiet = False
         if hasattr(wp, "LOG_INFO"):
             wp.config.log_level = wp.LOG_INFO
     else:
         quiet_warp()
+
+
+def init_warp(verbose: bool = False) -> None:
+    """``wp.init()`` for a command. Unless ``verbose``, Warp's banner and the lines its native library prints straight
+    to the stderr file descriptor (``Warp CUDA warning: Could not find or load the NVIDIA CUDA driver`` on every
+    CPU-only machine) are dropped; errors still reach Python as exceptions."""
+    show_warp_messages(verbose)
     with native_stderr_dropped():
         wp.init()
 
@@ -56,21 +65,25 @@ def resolve_device_quietly(device: str):
         return resolve_device(device)
 
 
+def _engine_modules() -> dict:
+    """Warp's registry of the softsnake modules that hold kernels (importing the solver imports every kernel module)."""
+    from warp._src.context import user_modules
+
+    import softsnake.sim.primal  # noqa: F401
+    import softsnake.sim.solver  # noqa: F401
+
+    return {name: m for name, m in list(user_modules.items()) if name.startswith("softsnake") and m.kernels}
+
+
 def kernels_to_compile(device: str = "cpu") -> list[str]:
     """Names of the softsnake kernel modules that Warp has not compiled for ``device`` yet (kernel cache lookup).
 
     Uses Warp's module hashing (a private API): on any surprise it returns [] rather than fail the command."""
     try:
-        import softsnake.sim.primal  # noqa: F401  (with the solver it imports, every kernel module)
-        import softsnake.sim.solver  # noqa: F401
-        from warp._src.context import user_modules
-
         dev = wp.get_device(device)
         block_dim = 1 if dev.is_cpu else None  # CPU launches build with block_dim = 1
         missing = []
-        for name, module in list(user_modules.items()):
-            if not name.startswith("softsnake") or not module.kernels:
-                continue
+        for name, module in _engine_modules().items():
             folder = os.path.join(wp.config.kernel_cache_dir, module.get_module_identifier(block_dim))
             if not os.path.exists(os.path.join(folder, module._get_compile_output_name(dev, block_dim=block_dim))):
                 missing.append(name)
@@ -79,9 +92,28 @@ def kernels_to_compile(device: str = "cpu") -> list[str]:
         return []
 
 
-def announce_compilation(device: str = "cpu", stream=None) -> bool:
-    """Print one line to stderr when kernels will be compiled on this run (first use); True if it printed."""
+def compile_kernels(device: str = "cpu", *, bar: bool = True, stream=None) -> int:
+    """Compile the engine's kernel modules that are not in Warp's kernel cache for ``device`` yet, before a run needs
+    them: one line on stderr, then a count of the modules done (``bar=False``: the line only). Up to four modules
+    compile at once. Returns how many were compiled (0: all cached, nothing printed)."""
+    from tqdm import tqdm
+
     missing = kernels_to_compile(device)
-    if missing:
-        print(f"softsnake: compiling {len(missing)} Warp kernel modules for {device} on first use (up to a few minutes on a CPU; cached in {wp.config.kernel_cache_dir} for later runs)", file=stream or sys.stderr, flush=True)
-    return bool(missing)
+    if not missing:
+        return 0
+    stream = stream or sys.stderr
+    print(
+        f"softsnake: compiling {len(missing)} Warp kernel modules for {device} on first use (a few minutes on a CPU; "
+        f"cached in {wp.config.kernel_cache_dir} for later runs)",
+        file=stream,
+        flush=True,
+    )
+    modules = _engine_modules()
+    count = dict(total=len(missing), desc="softsnake: compiling", unit="module", mininterval=0, leave=False)
+    with tqdm(file=stream, disable=not bar, **count) as progress:
+        with ThreadPoolExecutor(max_workers=max(1, min(os.cpu_count() or 1, 4))) as pool:
+            jobs = [pool.submit(wp.load_module, modules[name], device=device, max_workers=0) for name in missing]
+            for job in as_completed(jobs):
+                job.result()
+                progress.update()
+    return len(missing)

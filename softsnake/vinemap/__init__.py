@@ -12,5 +12,13 @@ Pure NumPy + shapely; does not need the physics engine. Units: metres and radian
 from .environment import Environment, load_environment, nonuniform_environment, save_environment, uniform_environment
 from .simulator import Action, Deployment, simulate
 
-__all__ = ["Environment", "load_environment", "save_environment", "uniform_environment", "nonuniform_environment",
-           "Action", "Deployment", "simulate"]
+__all__ = [
+    "Environment",
+    "load_environment",
+    "save_environment",
+    "uniform_environment",
+    "nonuniform_environment",
+    "Action",
+    "Deployment",
+    "simulate",
+]

@@ -28,8 +28,16 @@ import shapely
 from shapely.geometry import LinearRing, MultiPolygon, Point, Polygon, box
 from shapely.geometry.polygon import orient
 
-__all__ = ["Environment", "Scene", "load_environment", "save_environment", "uniform_environment",
-           "nonuniform_environment", "default_launches", "write_atomic"]
+__all__ = [
+    "Environment",
+    "Scene",
+    "load_environment",
+    "save_environment",
+    "uniform_environment",
+    "nonuniform_environment",
+    "default_launches",
+    "write_atomic",
+]
 
 
 def default_launches(boundary: tuple[float, float, float, float], radius: float) -> list[tuple[float, float]]:
@@ -129,7 +137,8 @@ class Environment:
     @classmethod
     def from_json(cls, data: dict, *, source: str = "environment") -> "Environment":
         """Build from a dict in the documented JSON format. ValueError naming ``source`` (the file) and the key for an
-        unknown key (a misspelt ``robot_lenght`` is not ignored), a value of the wrong type or shape, or bad geometry."""
+        unknown key (a misspelt ``robot_lenght`` is not ignored), a value of the wrong type or shape, or bad
+        geometry."""
         from softsnake.io.user_files import check_keys, describe
 
         if not isinstance(data, dict):
@@ -148,10 +157,15 @@ class Environment:
         if data.get("units", "m") != "m":
             raise bad("units", '"m"')
         if not isinstance(data.get("obstacles"), list):
-            raise ValueError(f"{source}: needs an 'obstacles' list of vertex lists" + (f", got {describe(data['obstacles'])}" if "obstacles" in data else ""))
+            raise ValueError(
+                f"{source}: needs an 'obstacles' list of vertex lists"
+                + (f", got {describe(data['obstacles'])}" if "obstacles" in data else "")
+            )
         for i, o in enumerate(data["obstacles"]):
             if not isinstance(o, list) or not all(point(v) for v in o):
-                raise ValueError(f"{source}: 'obstacles' entry {i} must be a list of [x, y] number pairs, got {describe(o)}")
+                raise ValueError(
+                    f"{source}: 'obstacles' entry {i} must be a list of [x, y] number pairs, got {describe(o)}"
+                )
         kw = {}
         for key in ("robot_radius", "robot_length", "friction"):
             if key in data:
@@ -159,11 +173,19 @@ class Environment:
                     raise bad(key, "a finite number")
                 kw[key] = float(data[key])
         if "boundary" in data:
-            if not (isinstance(data["boundary"], list) and len(data["boundary"]) == 4 and all(number(v) for v in data["boundary"])):
+            if not (
+                isinstance(data["boundary"], list)
+                and len(data["boundary"]) == 4
+                and all(number(v) for v in data["boundary"])
+            ):
                 raise bad("boundary", "[xmin, ymin, xmax, ymax] (4 numbers)")
             kw["boundary"] = tuple(data["boundary"])
         if "launch_positions" in data:
-            if not (isinstance(data["launch_positions"], list) and data["launch_positions"] and all(point(p) for p in data["launch_positions"])):
+            if not (
+                isinstance(data["launch_positions"], list)
+                and data["launch_positions"]
+                and all(point(p) for p in data["launch_positions"])
+            ):
                 raise bad("launch_positions", "a non-empty list of [x, y] number pairs")
             kw["launches"] = [tuple(p) for p in data["launch_positions"]]
         try:
@@ -243,8 +265,14 @@ class Scene:
                 g = orient(Polygon(g.exterior), sign=-1.0).simplify(1e-9)
                 if isinstance(g, Polygon) and g.area > 1e-10:
                     parts.append(np.asarray(g.exterior.coords)[:-1])
-        bnd = np.array([[xmin + radius, ymin + radius], [xmin + radius, ymax - radius],
-                        [xmax - radius, ymax - radius], [xmax - radius, ymin + radius]])
+        bnd = np.array(
+            [
+                [xmin + radius, ymin + radius],
+                [xmin + radius, ymax - radius],
+                [xmax - radius, ymax - radius],
+                [xmax - radius, ymin + radius],
+            ]
+        )
         polys = [bnd] + parts
         verts, poly_of, prev, nxt, starts = [], [], [], [], []
         k = 0
@@ -260,8 +288,18 @@ class Scene:
         starts.append(k)
         inverted = np.zeros(len(polys), bool)
         inverted[0] = True
-        return cls(np.concatenate(verts), np.concatenate(poly_of), np.concatenate(prev), np.concatenate(nxt),
-                   polys, np.array(starts), inverted, float(radius), float(friction), tuple(boundary))
+        return cls(
+            np.concatenate(verts),
+            np.concatenate(poly_of),
+            np.concatenate(prev),
+            np.concatenate(nxt),
+            polys,
+            np.array(starts),
+            inverted,
+            float(radius),
+            float(friction),
+            tuple(boundary),
+        )
 
     @classmethod
     def from_environment(cls, env: Environment) -> "Scene":
@@ -295,9 +333,16 @@ def _clear_of(poly: Polygon, placed: list[Polygon], gap: float, launches, launch
     return all(poly.distance(Point(p)) > launch_clear for p in launches)
 
 
-def uniform_environment(seed: int, *, boundary=(0.0, 0.0, 1.0, 1.0), robot_radius: float = 0.015,
-                        robot_length: float = 1.0, friction: float = 0.3, side_range=(0.12, 0.22),
-                        grid: int = 35) -> Environment:
+def uniform_environment(
+    seed: int,
+    *,
+    boundary=(0.0, 0.0, 1.0, 1.0),
+    robot_radius: float = 0.015,
+    robot_length: float = 1.0,
+    friction: float = 0.3,
+    side_range=(0.12, 0.22),
+    grid: int = 35,
+) -> Environment:
     """3-5 randomly placed axis-aligned squares (the paper's uniform environments), seeded.
 
     Squares keep at least one grid cell from each other and from the boundary, and clear of the launch positions.
@@ -322,9 +367,16 @@ def uniform_environment(seed: int, *, boundary=(0.0, 0.0, 1.0, 1.0), robot_radiu
     return Environment(obstacles, boundary, launches, robot_radius, robot_length, friction)
 
 
-def nonuniform_environment(seed: int, *, boundary=(0.0, 0.0, 1.0, 1.0), robot_radius: float = 0.015,
-                           robot_length: float = 1.0, friction: float = 0.3, concave: bool = True,
-                           grid: int = 35) -> Environment:
+def nonuniform_environment(
+    seed: int,
+    *,
+    boundary=(0.0, 0.0, 1.0, 1.0),
+    robot_radius: float = 0.015,
+    robot_length: float = 1.0,
+    friction: float = 0.3,
+    concave: bool = True,
+    grid: int = 35,
+) -> Environment:
     """3-6 obstacles from convex hulls of random point splatters, scaled and placed at random, seeded.
 
     With ``concave=True`` about half the obstacles get a notch cut from their hull (concave corners). Obstacles keep

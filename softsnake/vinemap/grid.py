@@ -42,8 +42,12 @@ class Grid:
 
     def cell_boxes(self):
         ix, iy = np.meshgrid(np.arange(self.n), np.arange(self.n), indexing="ij")
-        return shapely.box(self.x_edges[ix.ravel()], self.y_edges[iy.ravel()],
-                           self.x_edges[ix.ravel() + 1], self.y_edges[iy.ravel() + 1])
+        return shapely.box(
+            self.x_edges[ix.ravel()],
+            self.y_edges[iy.ravel()],
+            self.x_edges[ix.ravel() + 1],
+            self.y_edges[iy.ravel() + 1],
+        )
 
     def rubric(self, obstacles) -> np.ndarray:
         """True occupancy (1 where an obstacle covers part of the cell, else 0), shape ``(n*n,)``."""
@@ -65,11 +69,10 @@ class Grid:
         out = np.zeros((n_owners, self.size), bool)
         if len(tris) == 0:
             return out
-        n = self.n
         tol = 1e-12
         hx, hy = 0.5 * self.cw, 0.5 * self.ch
         for s in range(0, len(tris), chunk):
-            t = tris[s:s + chunk]
+            t = tris[s : s + chunk]
             lo = t.min(axis=1)
             hi = t.max(axis=1)
             ox = (hi[:, 0:1] > self.x_edges[None, :-1] + tol) & (lo[:, 0:1] < self.x_edges[None, 1:] - tol)
@@ -96,7 +99,7 @@ class Grid:
                 sep = (c - r >= pmax[:, None, None] - tol) | (c + r <= pmin[:, None, None] + tol)
                 hit &= ~(sep & ok[:, None, None])
             flat = hit.reshape(len(t), -1)
-            own = owner[s:s + chunk]  # owners are grouped (non-decreasing), so reduce runs of equal owners
+            own = owner[s : s + chunk]  # owners are grouped (non-decreasing), so reduce runs of equal owners
             starts = np.flatnonzero(np.r_[True, own[1:] != own[:-1]])
             out[own[starts]] |= np.logical_or.reduceat(flat, starts, axis=0)
         return out

@@ -38,15 +38,28 @@ __all__ = ["invert_streams", "WallEstimate", "wall_errors"]
 
 
 class _Inverter(_OnsetHypotheses, _ContactEvents):
-    def __init__(self, L, theta, launch, launch_angle, turn_length, turn_angle, angle_noise, length_noise, jump,
-                 friction, radius, event_samples):
+    def __init__(
+        self,
+        L,
+        theta,
+        launch,
+        launch_angle,
+        turn_length,
+        turn_angle,
+        angle_noise,
+        length_noise,
+        jump,
+        friction,
+        radius,
+        event_samples,
+    ):
         self.events = bool(event_samples)
         self.L = np.array(L, dtype=float)
         if length_noise > 0 and len(self.L) > 15:
             # the true length grows monotonically and (between event samples) linearly with the sample index:
             # a moving average over the whole stream removes most of the independent per-sample noise
             self.L = _smooth(self.L, 15)
-        self.raw = np.array(theta, dtype=float)   # a copy: unwrapped in place below
+        self.raw = np.array(theta, dtype=float)  # a copy: unwrapped in place below
         self.th = self.raw.copy()
         self.noisy = angle_noise > 0 or length_noise > 0
         self.sa, self.sl = float(angle_noise), float(length_noise)
@@ -60,10 +73,10 @@ class _Inverter(_OnsetHypotheses, _ContactEvents):
         # the robot before the first contact: straight from the launch point
         self.mode = _Mode("S", np.asarray(launch, float), 0.0)
         self.phi = float(launch_angle)
-        self.cands: list[tuple] = []   # skimmed corners: point, arc, side, on post-turn, (position(L), bracket)
+        self.cands: list[tuple] = []  # skimmed corners: point, arc, side, on post-turn, (position(L), bracket)
         self.walls: list[WallEstimate] = []
-        self.flight_arc = 0.0          # arclength where the current free growth started
-        self.turning = False           # a formed, still active turn (mode R between contacts)
+        self.flight_arc = 0.0  # arclength where the current free growth started
+        self.turning = False  # a formed, still active turn (mode R between contacts)
 
     # -- helpers ---------------------------------------------------------------------------------------------------
     def tol(self, ell):
@@ -79,7 +92,7 @@ class _Inverter(_OnsetHypotheses, _ContactEvents):
             d = float(gv[0]) if d is None else d
             bad = np.flatnonzero(np.abs(gv - d) > tol)
             n = int(bad[0]) if len(bad) else len(gv)
-            return n, d, float(np.sqrt(np.mean((gv[:max(n, 1)] - d) ** 2)))
+            return n, d, float(np.sqrt(np.mean((gv[: max(n, 1)] - d) ** 2)))
         w = self.win
         if d is None:
             d = float(np.median(gv[:w]))
@@ -91,7 +104,7 @@ class _Inverter(_OnsetHypotheses, _ContactEvents):
             med = np.array([np.median(dev[i:]) for i in range(len(dev))])
         bad = np.flatnonzero(med > tol)
         n = int(bad[0]) if len(bad) else len(gv)
-        return n, d, float(np.sqrt(np.mean((gv[:max(n, 1)] - d) ** 2)))
+        return n, d, float(np.sqrt(np.mean((gv[: max(n, 1)] - d) ** 2)))
 
     def ell(self, mode: _Mode, sl):
         return self.L[sl] - mode.arcQ
@@ -144,7 +157,7 @@ class _Inverter(_OnsetHypotheses, _ContactEvents):
         arc_turn = max(self.turn_length, self.flight_arc)
         lb = arc_turn - m.arcQ
         if lb <= 1e-9:
-            self.phi += self.tt                  # the turn coincides with a fixed pivot: a permanent bend
+            self.phi += self.tt  # the turn coincides with a fixed pivot: a permanent bend
             return
         self.mode = _Mode("R", m.Q, m.arcQ, arc_turn, self.tt)
         self.phi = self.phi + self.tt
@@ -165,7 +178,7 @@ class _Inverter(_OnsetHypotheses, _ContactEvents):
         contact right after the tip left the wall at a corner (within one sample, no NaN between)."""
         hyps = self.kink_hyps(j, i1, d_old, thW, Co)
         if self.mode.kind == "F":
-            return hyps, []          # a pinned tip can only start to slide
+            return hyps, []  # a pinned tip can only start to slide
         saved = (self.mode, self.phi, self.cands, self.flight_arc)
         self.end_contact(pts, thW, d_old, j)
         onset = self.onset_hyps(j, i1, self.L[j - 1])
@@ -262,7 +275,7 @@ class _Inverter(_OnsetHypotheses, _ContactEvents):
             arcK = m.arcQ + norm(K - m.Q)
         else:
             arcK = m.arcT + norm(K - m.turn_point(self.phi))
-        side = -1 if np.cos(thW - self.phi) > 0 else 1     # the obstacle lies behind the sliding direction
+        side = -1 if np.cos(thW - self.phi) > 0 else 1  # the obstacle lies behind the sliding direction
         fit = None
         if m.kind in ("S", "R") and j < len(self.L):
             ref = float(self.th[j - 1])
@@ -291,10 +304,21 @@ class _Inverter(_OnsetHypotheses, _ContactEvents):
         return WallEstimate(seg, pts, [np.asarray(p, float) for p in pivots], list(modes))
 
 
-def invert_streams(L: np.ndarray, theta: np.ndarray, launch, launch_angle: float, *, turn_length: float | None = None,
-                   turn_angle: float = 0.0, angle_noise: float = 0.0, length_noise: float = 0.0,
-                   jump: float = math.radians(8.0), friction: float | None = None,
-                   radius: float | None = None, event_samples: bool = True) -> list[WallEstimate]:
+def invert_streams(
+    L: np.ndarray,
+    theta: np.ndarray,
+    launch,
+    launch_angle: float,
+    *,
+    turn_length: float | None = None,
+    turn_angle: float = 0.0,
+    angle_noise: float = 0.0,
+    length_noise: float = 0.0,
+    jump: float = math.radians(8.0),
+    friction: float | None = None,
+    radius: float | None = None,
+    event_samples: bool = True,
+) -> list[WallEstimate]:
     """Recover walls from length/collision-angle streams (Section 2.4), straight or with one pre-formed turn.
 
     ``turn_length`` [m]: arclength from the base at which the turn forms; ``turn_angle`` [rad]: its signed angle
@@ -304,8 +328,20 @@ def invert_streams(L: np.ndarray, theta: np.ndarray, launch, launch_angle: float
     compatibility. Returns one :class:`WallEstimate` per contacted wall piece (contact runs are split at wall
     corners).
     """
-    return _Inverter(L, theta, launch, launch_angle, turn_length, turn_angle, angle_noise, length_noise, jump,
-                     friction, radius, event_samples).run()
+    return _Inverter(
+        L,
+        theta,
+        launch,
+        launch_angle,
+        turn_length,
+        turn_angle,
+        angle_noise,
+        length_noise,
+        jump,
+        friction,
+        radius,
+        event_samples,
+    ).run()
 
 
 def _point_seg(p, a, b) -> float:

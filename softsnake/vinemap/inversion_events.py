@@ -8,7 +8,6 @@ import math
 import numpy as np
 
 from .geometry2d import angle_of, line_circle_param, norm, unit, wrap
-
 from .inversion_model import _Hyp, _Mode
 
 
@@ -26,7 +25,7 @@ class _ContactEvents:
         # same wall the invariant is linear in (arcV, c = n.(V - Q)). ``skip = 1``: two wraps within one sample
         # (the sample between them is assigned to the second pivot; the LS fit does not care how many wraps led to
         # the final pivot as long as the wall is the same).
-        for skip in ((0,) if self.noisy else (0, 1)):
+        for skip in (0,) if self.noisy else (0, 1):
             j0 = j + skip
             nfit = min(end - j0, 3 if not self.noisy else 40)
             if m.kind not in ("S", "R") or nfit < 2:
@@ -46,7 +45,7 @@ class _ContactEvents:
                     y = m.arcT * s2 + (Li - m.arcT) * np.sin(ti) - d_old
                 sol, _, rank, sv = np.linalg.lstsq(A, y, rcond=None)
                 if rank < 2 or sv[-1] < 1e-9 * sv[0]:
-                    continue         # the angle does not change (body along the wall): no pivot information
+                    continue  # the angle does not change (body along the wall): no pivot information
                 arcV, c = float(sol[0]), float(sol[1])
                 res = self.wrap_point(kind, arcV, c, L[j0] if skip else Lk, d_old, thW, th[j - 1])
                 if res is None:
@@ -61,7 +60,7 @@ class _ContactEvents:
                 slack = 1e-6 + 4.0 * self.sa
                 if not (min(t_lo, t_hi) - slack <= thw <= max(t_lo, t_hi) + slack):
                     continue
-                mode = (_Mode("S", V, arcV) if kind == "S" else _Mode("R", V, arcV, m.arcT, m.tt))
+                mode = _Mode("S", V, arcV) if kind == "S" else _Mode("R", V, arcV, m.arcT, m.tt)
                 n, d, rms = self.test_mode(mode, j0, end)
                 if skip and n < 2:
                     continue
@@ -89,13 +88,19 @@ class _ContactEvents:
             if m.kind == "R":
                 TK = m.turn_point(phiK)
                 cand.append(("CPaT", _Mode("S", TK, m.arcT), TK, True))
-            for r, (name, mode, piv, frozen) in enumerate(cand):
+            for r, (_name, mode, piv, frozen) in enumerate(cand):
                 n, d, rms = self.test_mode(mode, j, end)
                 thK2 = mode.theta_at(Lk, d, th[j])
                 out.append(_Hyp(mode, n, d, 1 + r, True, (phiK + thK2, K), piv, frozen, rms))
             if m.kind == "R":
-                fl = self.fit_locked(j, end, lambda Le: m.tips([Le], [m.theta_at(Le, d_old, th[j - 1])], thW)[0],
-                                     phiK, (Lk if self.events else L[j - 1], L[j]), m)
+                fl = self.fit_locked(
+                    j,
+                    end,
+                    lambda Le: m.tips([Le], [m.theta_at(Le, d_old, th[j - 1])], thW)[0],
+                    phiK,
+                    (Lk if self.events else L[j - 1], L[j]),
+                    m,
+                )
                 if fl is not None:
                     fl.prior = 4
                     out.append(fl)
@@ -131,7 +136,7 @@ class _ContactEvents:
         e = arcV - m.arcT
         if not (1e-9 < e < Lk - m.arcT):
             return None
-        t = th_ref          # solve lb sin(t + tt) + e sin t = -c near the last angle
+        t = th_ref  # solve lb sin(t + tt) + e sin t = -c near the last angle
         for _ in range(40):
             f = m.lb * math.sin(t + m.tt) + e * math.sin(t) + c
             df = m.lb * math.cos(t + m.tt) + e * math.cos(t)
@@ -154,7 +159,7 @@ class _ContactEvents:
         out = []
         n_w = np.array([-math.sin(thW), math.cos(thW)])
         # pivot-at-turn: the invariant fixes the offset of the frozen turn point from the wall line
-        S = _Mode("S", m.Q, m.arcT)   # only the invariant is used here (Q replaced below)
+        S = _Mode("S", m.Q, m.arcT)  # only the invariant is used here (Q replaced below)
         n, d, rms = self.test_mode(S, j, end)
         if n >= 1:
             # T_e on |T - Q| = l_b with n.(T_e - Co) = d (line-circle intersection nearest the last locked T)
@@ -175,7 +180,7 @@ class _ContactEvents:
         Lk = L[j] if self.events else 0.5 * (L[j - 1] + L[j])
         r = line_circle_param(m.Co, unit(thW), T_prev, Lk - m.arcT)
         if r is not None:
-            t_foot = float((T_prev - m.Co) @ unit(thW))      # the tip moves away from the foot of T on the wall
+            t_foot = float((T_prev - m.Co) @ unit(thW))  # the tip moves away from the foot of T on the wall
             t = r[0] if t_foot > 0 else r[1]
             if abs(t) > 1e-12:
                 K = m.Co + t * unit(thW)
@@ -209,7 +214,7 @@ class _ContactEvents:
             if abs(z) > 1 + 1e-9:
                 continue
             a = math.asin(min(max(z, -1.0), 1.0))
-            for b in (a, math.pi - a):       # both branches; the unlock bracket decides
+            for b in (a, math.pi - a):  # both branches; the unlock bracket decides
                 tt_e = wrap(b - th[j])
                 # the lock ends (tip still at Co) between the last locked sample and this one:
                 # |lbX + la e^{i tt}| = |Co - X|  ->  la = -lbX cos tt + sqrt(|Co - X|^2 - lbX^2 sin^2 tt)
@@ -219,8 +224,9 @@ class _ContactEvents:
                     continue
                 R = _Mode("R", X, aX, m.arcT, tt_e)
                 n, d, rms = self.test_mode(R, j, end, d=y)
-                out.append(_Hyp(R, n, y, pr + 0.1 * abs(wrap(tt_e - tt_prev)), False, None, X if pr == 3 else None,
-                                False, rms))
+                out.append(
+                    _Hyp(R, n, y, pr + 0.1 * abs(wrap(tt_e - tt_prev)), False, None, X if pr == 3 else None, False, rms)
+                )
         return out
 
     def unlock_in_bracket(self, Le: float, j: int) -> bool:

@@ -53,7 +53,7 @@ def _smooth(x: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
-_TOL0 = 1e-7   # [m] consistency tolerance of the kinematic invariants for noise-free streams
+_TOL0 = 1e-7  # [m] consistency tolerance of the kinematic invariants for noise-free streams
 
 
 @dataclass(eq=False)
@@ -130,11 +130,11 @@ class _Hyp:
     """A candidate explanation of the samples from index ``j`` on: the mode, its wall and how long it holds."""
 
     mode: _Mode
-    n: int                          # samples consistent with the hypothesis
-    d: float                        # the mode's invariant (distance from Q to the wall line)
-    prior: int                      # tie-break rank (lower first)
-    new_wall: bool                  # whether the hypothesis starts a new wall estimate
-    wall: tuple | None = None       # (thW, Co) for a new wall; None: keep the current wall
+    n: int  # samples consistent with the hypothesis
+    d: float  # the mode's invariant (distance from Q to the wall line)
+    prior: int  # tie-break rank (lower first)
+    new_wall: bool  # whether the hypothesis starts a new wall estimate
+    wall: tuple | None = None  # (thW, Co) for a new wall; None: keep the current wall
     pivot: np.ndarray | None = None  # a new fixed pivot (wrapped corner / frozen turn) for the report
     turn_frozen: bool = False
     rms: float = 0.0

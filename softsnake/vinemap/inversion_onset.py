@@ -8,7 +8,6 @@ import math
 import numpy as np
 
 from .geometry2d import norm, unit, wrap
-
 from .inversion_model import _golden_section_min, _Hyp, _Mode
 
 
@@ -28,7 +27,7 @@ class _OnsetHypotheses:
         Lc = L[j] if (Lprev is None or self.events) else 0.5 * (Lprev + L[j])
         src, arc_src, hf = self.source()
         Co = src + (Lc - arc_src) * unit(hf)
-        side = 1 if th[j] % math.pi < math.pi / 2 else -1   # rotation side of a straight slide (Algorithm 2)
+        side = 1 if th[j] % math.pi < math.pi / 2 else -1  # rotation side of a straight slide (Algorithm 2)
         modes = []
         if self.mode.kind == "S":
             modes.append(("S0", _Mode("S", self.mode.Q, self.mode.arcQ), None, False))
@@ -57,8 +56,14 @@ class _OnsetHypotheses:
             # friction-locked about the pivot, or about a corner skimmed before the turn (the corner becomes B)
             bases = [self.mode] + [mode for name, mode, _, _ in modes if name == "Rlb"]
             for r, base in enumerate(bases):
-                fl = self.fit_locked(j, end, lambda Le: src + (Le - arc_src) * unit(hf), hf,
-                                     (Lc if self.events or Lprev is None else Lprev, L[j]), base)
+                fl = self.fit_locked(
+                    j,
+                    end,
+                    lambda Le: src + (Le - arc_src) * unit(hf),
+                    hf,
+                    (Lc if self.events or Lprev is None else Lprev, L[j]),
+                    base,
+                )
                 if fl is not None:
                     fl.prior = prior["FL"] + (0 if r == 0 else 0.5)
                     fl.pivot = None if r == 0 else base.Q
@@ -74,7 +79,7 @@ class _OnsetHypotheses:
         m = min(end - j, 4 if not self.noisy else 30)
         if m < 2:
             return mode
-        Li, ti = self.L[j:j + m], self.th[j:j + m]
+        Li, ti = self.L[j : j + m], self.th[j : j + m]
         if mode.kind == "S":
             A = np.stack([np.sin(ti), np.ones_like(ti)], axis=1)
             y = Li * np.sin(ti)
@@ -101,10 +106,12 @@ class _OnsetHypotheses:
             m = self.mode
             if self.friction is not None and self.radius is not None and m.lb > 0:
                 from .kinematics import classify_turn_morphology
+
                 sig = 1 if m.tt > 0 else -1
                 tc = th0 % math.pi if sig > 0 else math.pi - th0 % math.pi
-                morph = classify_turn_morphology(tc, abs(m.tt), self.friction, m.lb, max(Lc - m.arcT, 1e-9),
-                                                 self.radius)
+                morph = classify_turn_morphology(
+                    tc, abs(m.tt), self.friction, m.lb, max(Lc - m.arcT, 1e-9), self.radius
+                )
             if morph == "pivot_at_turn":
                 order = ["PaT", "Sla", "R0", "Rlb", "FL"]
             elif morph == "friction_locked":
@@ -121,7 +128,7 @@ class _OnsetHypotheses:
         contact length is the one that makes them agree (Eqs. 27-29 inverted)."""
         L, th = self.L, self.th
         lb = base.lb
-        exact = bracket[1] - bracket[0] < 1e-12       # contact instant known (event sample)
+        exact = bracket[1] - bracket[0] < 1e-12  # contact instant known (event sample)
         if lb <= 1e-9 or end - j < (1 if exact else 2):
             return None
         m = 1 if exact and not self.noisy else min(end - j, 3 if not self.noisy else 30)
@@ -212,14 +219,16 @@ class _OnsetHypotheses:
             e = unit(thW - m.theta_at(Le, d_old, th[j - 1]) - m.tt)
             P = Co - la[:, None] * u - m.Q
             A = 2.0 * (m.lb - P @ e)
-            B = m.lb ** 2 - np.sum(P * P, axis=1)
+            B = m.lb**2 - np.sum(P * P, axis=1)
             sw = float(A @ B / max(A @ A, 1e-300))
             return sw, Co, e, float(np.sum((A * sw - B) ** 2))
 
         def cost2(Le):
             return svals(Le)[3]
 
-        best = min((_golden_section_min(cost2, float(L[j - 1]), float(L[j])), float(L[j - 1]), float(L[j])), key=cost2)  # the lock may start at a sample
+        best = min(
+            (_golden_section_min(cost2, float(L[j - 1]), float(L[j])), float(L[j - 1]), float(L[j])), key=cost2
+        )  # the lock may start at a sample
         sw, Co, e, _ = svals(best)
         if math.isfinite(sw):
             if 1e-9 < sw < m.lb - 1e-9:

@@ -82,7 +82,8 @@ def classify_turn_morphology(
 ) -> str:
     """Post-collision morphology of a robot with one turn (Algorithm 3, lines 3-21).
 
-    ``theta_c``: collision angle in ``(0, pi)`` and ``theta_t > 0``: turn angle, both in the turn's rotation sense [rad].
+    ``theta_c``: collision angle in ``(0, pi)`` and ``theta_t > 0``: turn angle, both in the turn's rotation sense
+    [rad].
     Returns one of :data:`MORPHOLOGIES`. Checked in the paper's order: pivots first, then Pivot-at-Turn, then
     Friction-Locked, so an empty Pivot-at-Turn band (``boundary_pp_pat > boundary_pat_fl``) is handled.
     """

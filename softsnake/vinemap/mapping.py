@@ -20,7 +20,7 @@ from shapely.geometry import MultiPoint, Polygon, box
 from shapely.geometry.polygon import orient
 
 from .environment import Environment
-from .grid import PRIOR, Grid, belief, score
+from .grid import Grid, belief, score
 from .simulator import Action, simulate
 
 __all__ = ["action_space", "simulate_actions", "sample_mc_environment", "ExploreResult", "explore"]
@@ -76,8 +76,9 @@ def _label8(occ: np.ndarray) -> tuple[np.ndarray, int]:
     return lab, k
 
 
-def sample_mc_environment(bel: np.ndarray, hit: np.ndarray, grid: Grid, template: Environment,
-                          rng: np.random.Generator) -> Environment:
+def sample_mc_environment(
+    bel: np.ndarray, hit: np.ndarray, grid: Grid, template: Environment, rng: np.random.Generator
+) -> Environment:
     """One Monte Carlo environment from the belief (Section 4.1.5).
 
     ``bel``/``hit`` are flat ``(n*n,)`` arrays. The launch positions, robot and boundary are copied from
@@ -92,14 +93,15 @@ def sample_mc_environment(bel: np.ndarray, hit: np.ndarray, grid: Grid, template
     must = set(np.unique(lab[hit2 & (lab >= 0)]).tolist())
     want = int(rng.integers(6, 9))
     order = [g for g in np.argsort(-sizes, kind="stable") if g not in must]
-    chosen = list(must) + order[:max(0, want - len(must))]
+    chosen = list(must) + order[: max(0, want - len(must))]
     r = template.robot_radius
     keep_out = shapely.union_all([box(x - 3 * r, y - 3 * r, x + 3 * r, y + 3 * r) for x, y in template.launches])
     obstacles = []
     for g in chosen:
         ii, jj = np.nonzero(lab == g)
-        corners = np.concatenate([np.stack([grid.x_edges[ii + a], grid.y_edges[jj + b]], axis=1)
-                                  for a in (0, 1) for b in (0, 1)])
+        corners = np.concatenate(
+            [np.stack([grid.x_edges[ii + a], grid.y_edges[jj + b]], axis=1) for a in (0, 1) for b in (0, 1)]
+        )
         hull = MultiPoint(corners).convex_hull.difference(keep_out)
         parts = getattr(hull, "geoms", [hull])
         for p in parts:
@@ -113,18 +115,19 @@ def sample_mc_environment(bel: np.ndarray, hit: np.ndarray, grid: Grid, template
         poly = Polygon(o)
         if all(poly.distance(shapely.Point(p)) >= r * 1.01 for p in template.launches):
             ok.append(o)
-    return Environment(ok, template.boundary, list(template.launches), template.robot_radius,
-                       template.robot_length, template.friction)
+    return Environment(
+        ok, template.boundary, list(template.launches), template.robot_radius, template.robot_length, template.friction
+    )
 
 
 @dataclass
 class ExploreResult:
     """Per-deployment cumulative scores (Eq. 32) of the three policies and what MC chose."""
 
-    mc: np.ndarray                   # (D,)
-    ideal: np.ndarray                # (D,)
-    random_mean: np.ndarray          # (D,)
-    random_std: np.ndarray           # (D,)
+    mc: np.ndarray  # (D,)
+    ideal: np.ndarray  # (D,)
+    random_mean: np.ndarray  # (D,)
+    random_std: np.ndarray  # (D,)
     mc_actions: list[int] = field(default_factory=list)
     ideal_actions: list[int] = field(default_factory=list)
     belief: np.ndarray | None = None
@@ -142,8 +145,17 @@ def _best(H, M, sims, exclude) -> int:
     return int(np.argmax(total))
 
 
-def explore(env: Environment, actions, *, deployments: int = 20, mc_envs: int = 5, random_repeats: int = 100,
-            grid: Grid | None = None, seed: int = 0, progress=None) -> ExploreResult:
+def explore(
+    env: Environment,
+    actions,
+    *,
+    deployments: int = 20,
+    mc_envs: int = 5,
+    random_repeats: int = 100,
+    grid: Grid | None = None,
+    seed: int = 0,
+    progress=None,
+) -> ExploreResult:
     """Run the MC mapping loop and the Ideal / Random baselines in ``env`` (Section 4.2).
 
     ``progress``: optional callable ``(step, total, message)`` called after every MC loop (used for tqdm).
@@ -197,5 +209,14 @@ def explore(env: Environment, actions, *, deployments: int = 20, mc_envs: int = 
         mc.append(float(score(belief(H, M), rub)))
         if progress is not None:
             progress(step + 1, D, f"MC {mc[-1]:.1f} | ideal {ideal[step]:.1f} | random {runs[:, step].mean():.1f}")
-    return ExploreResult(np.array(mc), np.array(ideal), runs.mean(axis=0), runs.std(axis=0), mc_acts, ideal_acts,
-                         belief(H, M), mc_env, loop_t)
+    return ExploreResult(
+        np.array(mc),
+        np.array(ideal),
+        runs.mean(axis=0),
+        runs.std(axis=0),
+        mc_acts,
+        ideal_acts,
+        belief(H, M),
+        mc_env,
+        loop_t,
+    )

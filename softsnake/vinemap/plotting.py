@@ -74,7 +74,9 @@ def plot_belief(env: Environment, belief: np.ndarray, path: str, deps=(), title:
     _save(fig, path)
 
 
-def plot_environment(env: Environment, path: str, title: str = "environment", reference: Environment | None = None) -> None:
+def plot_environment(
+    env: Environment, path: str, title: str = "environment", reference: Environment | None = None
+) -> None:
     """Picture of an environment (e.g. a Monte Carlo sample), optionally outlining a reference environment."""
     fig, ax = plt.subplots(figsize=(5.5, 5.5))
     _draw_env(ax, env, color="tab:purple")

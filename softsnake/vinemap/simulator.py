@@ -27,10 +27,28 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .environment import Scene
-from .geometry2d import (EPS, angle_of, circle_intersection_nearest, cross, line_circle_param, norm, points_in_polygon, points_in_triangle,
-                         ray_cast, ray_line_intersection, segment_crosses_edges, unit, wrap)
-from .kinematics import (body_angle_to_reach, boundary_fl_np, boundary_pat_fl, classify_turn_morphology,
-                         critical_contact_angle)
+from .geometry2d import (
+    EPS,
+    angle_of,
+    circle_intersection_nearest,
+    cross,
+    line_circle_param,
+    norm,
+    points_in_polygon,
+    points_in_triangle,
+    ray_cast,
+    ray_line_intersection,
+    segment_crosses_edges,
+    unit,
+    wrap,
+)
+from .kinematics import (
+    body_angle_to_reach,
+    boundary_fl_np,
+    boundary_pat_fl,
+    classify_turn_morphology,
+    critical_contact_angle,
+)
 
 __all__ = ["Action", "Deployment", "simulate"]
 
@@ -70,14 +88,14 @@ class Action:
 class Deployment:
     """Result of one simulated deployment (Algorithm 1 outputs ``S``, ``W``, ``A``), metres."""
 
-    shape: np.ndarray                      # (k, 2) final robot centreline: launch, bends, tip
-    walls: list[np.ndarray]                # contacted wall pieces, each (2, 2), on the bumpered geometry
-    wall_normals: list[np.ndarray]         # unit normals pointing from free space into the solid, one per wall
-    wall_on_boundary: list[bool]           # whether each wall piece lies on the workspace boundary
-    swept: list[np.ndarray]                # polygons swept by the body while pivoting
+    shape: np.ndarray  # (k, 2) final robot centreline: launch, bends, tip
+    walls: list[np.ndarray]  # contacted wall pieces, each (2, 2), on the bumpered geometry
+    wall_normals: list[np.ndarray]  # unit normals pointing from free space into the solid, one per wall
+    wall_on_boundary: list[bool]  # whether each wall piece lies on the workspace boundary
+    swept: list[np.ndarray]  # polygons swept by the body while pivoting
     events: list[str] = field(default_factory=list)
     stuck: bool = False
-    phases: list[dict] = field(default_factory=list)   # growth history, used to synthesise sensor streams
+    phases: list[dict] = field(default_factory=list)  # growth history, used to synthesise sensor streams
     turn_point: np.ndarray | None = None
 
     @property
@@ -196,8 +214,9 @@ class _Sim:
             self.t_min = 0.0
             self.out.events.append("turn")
             return
-        self.out.phases.append(dict(kind="free", src=src.copy(), arc=arc0, d=d, t0=self.t_min,
-                                    t1=t_hit if hit else avail))
+        self.out.phases.append(
+            dict(kind="free", src=src.copy(), arc=arc0, d=d, t0=self.t_min, t1=t_hit if hit else avail)
+        )
         if hit is None:
             self.finish(src + avail * d)
             return
@@ -495,8 +514,11 @@ class _Sim:
 
     def body_blocked(self, B, T0, T1, tip) -> bool:
         ea, eb = self.sc.edge_a, self.sc.edge_b
-        return (segment_crosses_edges(B, T1, ea, eb) or segment_crosses_edges(T0, T1, ea, eb)
-                or segment_crosses_edges(T1, tip, ea, eb))
+        return (
+            segment_crosses_edges(B, T1, ea, eb)
+            or segment_crosses_edges(T0, T1, ea, eb)
+            or segment_crosses_edges(T1, tip, ea, eb)
+        )
 
     def length_limited_angle(self, B, lb, tt, h, wdir, a0, r):
         """Pre-turn direction at which the tip, with all remaining length used, lies on the wall line."""
@@ -522,18 +544,30 @@ class _Sim:
         self.out.swept.append(np.array([B, T0, h], float))
         self.out.swept.append(np.array([B, h, tip], float))
         self.out.swept.append(np.array([B, tip, T1], float))
-        self.out.phases.append(dict(kind="turn_slide", pivot=np.array(B), arc=self.lS, lb=float(norm(T0 - B)),
-                                    tt=float(self.tt), h=np.array(h), h2=np.array(tip)))
+        self.out.phases.append(
+            dict(
+                kind="turn_slide",
+                pivot=np.array(B),
+                arc=self.lS,
+                lb=float(norm(T0 - B)),
+                tt=float(self.tt),
+                h=np.array(h),
+                h2=np.array(tip),
+            )
+        )
         self.out.events.append("slide")
 
     def friction_locked(self, h, cands, d, theta_c, la, sigma) -> None:
         """Friction-Locked (Algorithm 3 lines 21-26): the tip stays at ``h`` while the turn point moves on the circle
-        of radius ``l_b`` about ``B`` (Eq. 26) along the line through ``h`` at the nearest boundary angle (Eqs. 27-29)."""
+        of radius ``l_b`` about ``B`` (Eq. 26) along the line through ``h`` at the nearest boundary angle (Eqs.
+        27-29)."""
         b_fl = boundary_pat_fl(abs(self.tt), self.sc.friction, self.lb, la, self.sc.radius)
         b_np = boundary_fl_np(abs(self.tt), self.sc.friction, self.lb, la, self.sc.radius)
-        target, th_star = ("pivot_at_turn", b_fl) if abs(theta_c - b_fl) <= abs(theta_c - b_np) else ("negative_pivot", b_np)
+        target, th_star = (
+            ("pivot_at_turn", b_fl) if abs(theta_c - b_fl) <= abs(theta_c - b_np) else ("negative_pivot", b_np)
+        )
         c, s = math.cos(sigma * theta_c), math.sin(sigma * theta_c)
-        t_line = np.array([c * d[0] - s * d[1], s * d[0] + c * d[1]])       # wall tangent at theta_c from d
+        t_line = np.array([c * d[0] - s * d[1], s * d[0] + c * d[1]])  # wall tangent at theta_c from d
         c, s = math.cos(-sigma * th_star), math.sin(-sigma * th_star)
         d_star = np.array([c * t_line[0] - s * t_line[1], s * t_line[0] + c * t_line[1]])
         wv = h - self.B
@@ -555,9 +589,20 @@ class _Sim:
             if la_end > la + EPS:
                 T_end = self.locked_turn_point(h, la_end)
                 if T_end is not None:
-                    self.out.phases.append(dict(kind="friction_locked", pivot=np.array(self.B), arc=self.lS,
-                                                lb=self.lb, T0=np.array(self.T), T1=T_end, tip=np.array(h),
-                                                w=t_line.copy(), la0=la, la1=la_end))
+                    self.out.phases.append(
+                        dict(
+                            kind="friction_locked",
+                            pivot=np.array(self.B),
+                            arc=self.lS,
+                            lb=self.lb,
+                            T0=np.array(self.T),
+                            T1=T_end,
+                            tip=np.array(h),
+                            w=t_line.copy(),
+                            la0=la,
+                            la1=la_end,
+                        )
+                    )
             self.finish(h, stuck=True, event="friction_locked_end")
             return
         T_new = h - la_new * d_star
@@ -569,9 +614,20 @@ class _Sim:
         self.out.swept.append(np.array([self.B, self.T, h, T_new], float))
         # Record the locked episode for the sensor streams: the tip stays at h while the robot grows by
         # la_new - la and the turn point moves from T to T_new on the circle of Eq. 26.
-        self.out.phases.append(dict(kind="friction_locked", pivot=np.array(self.B), arc=self.lS, lb=self.lb,
-                                    T0=np.array(self.T), T1=np.array(T_new), tip=np.array(h), w=t_line.copy(),
-                                    la0=la, la1=la_new))
+        self.out.phases.append(
+            dict(
+                kind="friction_locked",
+                pivot=np.array(self.B),
+                arc=self.lS,
+                lb=self.lb,
+                T0=np.array(self.T),
+                T1=np.array(T_new),
+                tip=np.array(h),
+                w=t_line.copy(),
+                la0=la,
+                la1=la_new,
+            )
+        )
         self.T, self.theta = T_new, angle_of(T_new - self.B)
         if tt_new * sigma <= 0:
             self.freeze_turn()
@@ -582,7 +638,6 @@ class _Sim:
             self.pivot_at_turn(h, cands, d_star, sigma)
         else:
             self.rotate_about_pivot(h, cands, d_star, -sigma)
-
 
     def locked_turn_point(self, h, la: float):
         """Turn point of a friction-locked robot with post-turn length ``la``: on the circle of radius ``l_b`` about

@@ -76,6 +76,7 @@ def _phase_sampler(ph):
     w = (h2 - h) / norm(h2 - h)
     arc = ph["arc"]
     if ph["kind"] == "slide":
+
         def theta(L):
             r = line_circle_param(h, w, P, L - arc)
             tip = h + (r[1] if r else 0.0) * w
@@ -88,18 +89,29 @@ def _phase_sampler(ph):
 
     def theta(L):
         la = L - arc - lb
-        z = complex(lb, 0.0) + la * complex(math.cos(tt), math.sin(tt))   # tip relative to P, frame a = 0
+        z = complex(lb, 0.0) + la * complex(math.cos(tt), math.sin(tt))  # tip relative to P, frame a = 0
         r = line_circle_param(h, w, P, abs(z))
         tip = h + (r[1] if r else 0.0) * w
         a = math.atan2(*(tip - P)[::-1]) - math.atan2(z.imag, z.real)  # pre-turn direction
-        return _ccw_line_angle(unit(a + tt), w)                          # post-turn heading to the wall
+        return _ccw_line_angle(unit(a + tt), w)  # post-turn heading to the wall
 
-    return (arc + lb + _post_turn_length(norm(h - P), lb, tt), arc + lb + _post_turn_length(norm(h2 - P), lb, tt),
-            theta)
+    return (
+        arc + lb + _post_turn_length(norm(h - P), lb, tt),
+        arc + lb + _post_turn_length(norm(h2 - P), lb, tt),
+        theta,
+    )
 
 
-def sensor_streams(dep, step: float = 0.001, *, action=None, angle_noise: float = 0.0, length_noise: float = 0.0,
-                   rng: np.random.Generator | None = None, events: bool = True):
+def sensor_streams(
+    dep,
+    step: float = 0.001,
+    *,
+    action=None,
+    angle_noise: float = 0.0,
+    length_noise: float = 0.0,
+    rng: np.random.Generator | None = None,
+    events: bool = True,
+):
     """Length and collision-angle streams of a deployment: ``(L, theta_c)`` arrays [m], [rad].
 
     Samples every ``step`` metres of growth. All phases the simulator records are synthesised: free growth (NaN),
@@ -137,7 +149,7 @@ def sensor_streams(dep, step: float = 0.001, *, action=None, angle_noise: float 
         Lq = list(np.arange(math.ceil(a0 / step - 1e-9) * step, a1 + 1e-12, step))
         if events and not _same_line(wall, prev_wall):
             Lq = [a0] + [L for L in Lq if L > a0 + 1e-12]
-        nxt = next((q for q in phases[k + 1:] if q["kind"] == "free" or _phase_wall(q) is not None), None)
+        nxt = next((q for q in phases[k + 1 :] if q["kind"] == "free" or _phase_wall(q) is not None), None)
         if events and (nxt is None or nxt["kind"] == "free") and (not Lq or a1 > Lq[-1] + 1e-12):
             Lq.append(a1)
         for L in Lq:

@@ -4,7 +4,7 @@ and curvatures of the straight gait.
     softsnake gait --seconds 5 --out runs/gait0 --no-usd
     softsnake gait --seconds 5 --phi 0.3 --out runs/left --no-usd
     softsnake gait --seconds 5 --phi -0.3 --out runs/right --no-usd
-    python benchmarks/snake_gait_figure.py runs/gait0 runs/left runs/right --out docs/images/snake_gait.png
+    python benchmarks/studies/snake_gait_figure.py runs/gait0 runs/left runs/right --out docs/images/snake_gait.png
 """
 
 from __future__ import annotations
@@ -27,7 +27,10 @@ def main() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = {name: np.load(folder / "trajectory.npz") for name, folder in (("φ = 0", args.straight), ("φ = +0.3", args.left), ("φ = −0.3", args.right))}
+    runs = {
+        name: np.load(folder / "trajectory.npz")
+        for name, folder in (("φ = 0", args.straight), ("φ = +0.3", args.left), ("φ = −0.3", args.right))
+    }
     fig, (a0, a1, a2) = plt.subplots(1, 3, figsize=(15, 4.2))
     for name, d in runs.items():
         c = d["com"][:, 0] - d["com0"][0]

@@ -2,7 +2,7 @@
 snake, default settings), mean speeds over 0–5, 0–10, 10–20 and 20–30 s (body lengths/s), the heading change, and a
 picture of the centre-of-mass paths.
 
-    python benchmarks/snake_gait_long.py --seconds 30 --out runs/gait30      # ~16 min on a 2-core CPU
+    python benchmarks/studies/snake_gait_long.py --seconds 30 --out runs/gait30      # ~16 min on a 2-core CPU
 
 Writes DIR/trajectory.npz (as `softsnake gait`), DIR/summary.json and DIR/paths.png; prints the table.
 """
@@ -43,8 +43,18 @@ def main() -> None:
     rows = []
     for w, phi in enumerate(OFFSETS):
         speeds = {f"{a:g}-{b:g} s": float(traj.window_speed(a, b)[w]) for a, b in WINDOWS if b <= traj.t[-1] + 1e-9}
-        rows.append(dict(phi=phi, speed_body_lengths_per_s=speeds, heading_change_rad=float(traj.turn()[w]), displacement_m=traj.displacement()[w].tolist()))
-    write_json_atomic(args.out / "summary.json", dict(seconds=float(traj.t[-1]), body_length_m=L, wall_seconds=wall, device=args.device, runs=rows))
+        rows.append(
+            dict(
+                phi=phi,
+                speed_body_lengths_per_s=speeds,
+                heading_change_rad=float(traj.turn()[w]),
+                displacement_m=traj.displacement()[w].tolist(),
+            )
+        )
+    write_json_atomic(
+        args.out / "summary.json",
+        dict(seconds=float(traj.t[-1]), body_length_m=L, wall_seconds=wall, device=args.device, runs=rows),
+    )
     print(json.dumps(rows, indent=1))
     print(f"wall time {wall:.0f} s")
 

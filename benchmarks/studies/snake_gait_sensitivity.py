@@ -2,8 +2,9 @@
 "What sets the gait speed"): the paper's straight gait (ω = 2 Hz, α = π/2, A = 8 psi, latency on) on the coarse snake
 (5 cross-sections per link; ``--full`` for the default mesh), once per variant, mean speeds over 5 s windows.
 
-    python -P benchmarks/snake_gait_sensitivity.py --out runs/sens                 # default variants, ~6 min, 2 jobs
-    python -P benchmarks/snake_gait_sensitivity.py --out runs/sens --variant "wide:snake.wheel_track=0.12"
+    python -P benchmarks/studies/snake_gait_sensitivity.py --out runs/sens                 # default variants, ~6 min,
+    2 jobs
+    python -P benchmarks/studies/snake_gait_sensitivity.py --out runs/sens --variant "wide:snake.wheel_track=0.12"
 
 A variant is ``NAME`` (one of the defaults below) or ``NAME:KEY=VALUE[,KEY=VALUE...]`` with KEY ``snake.FIELD``,
 ``pneumatics.FIELD`` or ``solver.FIELD`` (the tables of a snake config TOML), or one of the study switches that patch
@@ -34,7 +35,11 @@ DEFAULT_VARIANTS = {
     "wheel_damping_1e-5": {"snake.wheel_damping": 1.0e-5},
     "wheel_width_2mm": {"snake.wheel_width": 0.002},
     "budget_4x40": {"solver.linear_iterations": 40},
-    "converged_8x100": {"solver.newton_iterations": 8, "solver.linear_iterations": 100, "solver.linear_tolerance": 1e-5},
+    "converged_8x100": {
+        "solver.newton_iterations": 8,
+        "solver.linear_iterations": 100,
+        "solver.linear_tolerance": 1e-5,
+    },
 }
 
 
@@ -155,7 +160,10 @@ def main() -> None:
             speeds = "  ".join(f"{k} {v:.4f}" for k, v in row["speed_body_lengths_per_s"].items())
             print(f"{row['name']:<22} {speeds}   ({row['wall_seconds']:.0f} s)", flush=True)
     mesh = "full" if args.full else "coarse"
-    write_json_atomic(args.out / "summary.json", dict(seconds=args.seconds, mesh=mesh, gait="omega 2 Hz, alpha pi/2, phi 0, A 8 psi, latency", runs=rows))
+    write_json_atomic(
+        args.out / "summary.json",
+        dict(seconds=args.seconds, mesh=mesh, gait="omega 2 Hz, alpha pi/2, phi 0, A 8 psi, latency", runs=rows),
+    )
 
 
 if __name__ == "__main__":

@@ -3,10 +3,10 @@ reference of the same link model (``softsnake.reference_fem.link_static_curvatur
 (``seconds=T``: to T s); prints the curvature every 0.1 s (one world per pressure). ``youngs_scale=s`` multiplies the
 link's Young's modulus (s = 1 ± 1e-6 shows the run's float32 round-off sensitivity).
 
-    python benchmarks/snake_link_budget.py                                       # default 4 × 20
-    python benchmarks/snake_link_budget.py seconds=4                             # hold to 4 s
-    python benchmarks/snake_link_budget.py newton_iterations=8 linear_iterations=100
-    python benchmarks/snake_link_budget.py warm_start=0.0                        # cold start
+    python benchmarks/studies/snake_link_budget.py                                       # default 4 × 20
+    python benchmarks/studies/snake_link_budget.py seconds=4                             # hold to 4 s
+    python benchmarks/studies/snake_link_budget.py newton_iterations=8 linear_iterations=100
+    python benchmarks/studies/snake_link_budget.py warm_start=0.0                        # cold start
 """
 
 from __future__ import annotations
@@ -38,7 +38,13 @@ def main(argv: list[str]) -> None:
         overrides[key] = (value == "1") if isinstance(old, bool) else type(old)(value)
     pressures = np.array([4.0, 5.0, 6.0, 8.0])
     pneumatics = dataclasses.replace(base.pneumatics, latency=False, p_max_psi=10.0, supply_psi=10.0)
-    cfg = dataclasses.replace(base, links=1, pneumatics=pneumatics, solver=dataclasses.replace(base.solver, **overrides), youngs_modulus=base.youngs_modulus * youngs_scale)
+    cfg = dataclasses.replace(
+        base,
+        links=1,
+        pneumatics=pneumatics,
+        solver=dataclasses.replace(base.solver, **overrides),
+        youngs_modulus=base.youngs_modulus * youngs_scale,
+    )
     sim = SnakeSim(worlds=pressures.size, device="cpu", config=cfg)
     print("psi      ", pressures)
     print("reference", np.round([link_static_curvature(cfg, p) for p in pressures], 3))

@@ -5,12 +5,10 @@ Runs the default gait to ``--seconds`` (h = 1/120 s, 4 × 20), then, in the firs
 assembles the saddle matrix K and the preconditioner P⁻¹ column by column from the kernels (one product per unknown,
 ~7,500 for the snake) and runs MINRES in NumPy/SciPy with them: the relative residual ‖Kx − b‖/‖b‖ after each
 iteration count. ``--attach-jacobi`` gives the attachment rows the particles' Jacobi masses instead of their two-level
-compliance (the rows' preconditioner before commit 60bf89f, float64 body blocks kept). The figures for a681b78's
-preconditioner (float32 body blocks, Jacobi masses) came from this script as of commit fc0c830, which assembled the
-columns itself and so also ran on that checkout with ``PYTHONPATH`` pointing at it (``PrimalStep.dense`` is newer).
+compliance (float64 body blocks kept).
 
-    python -P benchmarks/saddle_residual.py [--seconds 1.0] [--iterations 5,10,20,40,80] [--attach-jacobi]
-    python -P benchmarks/saddle_residual.py --coarse --seconds 10 --newton-iteration 3 --row-study
+    python -P benchmarks/studies/saddle_residual.py [--seconds 1.0] [--iterations 5,10,20,40,80] [--attach-jacobi]
+    python -P benchmarks/studies/saddle_residual.py --coarse --seconds 10 --newton-iteration 3 --row-study
 
 ``--coarse`` takes the coarse snake (5 cross-sections per link, ~2,200 unknowns), ``--newton-iteration k`` the k-th
 Newton iteration's system instead of the first, and ``--row-study`` also runs MINRES with ideal row blocks in place of
@@ -32,7 +30,7 @@ kept within cross-sections, assembled densely at every Newton iteration: ~4 s pe
 converged (8 × 100, linear tolerance 1e-5), and prints the centre-of-mass displacements: whether the candidate would
 also make the gait right, not only the residual smaller.
 
-    python -P benchmarks/saddle_residual.py --coarse --seconds 10 --ideal-rows-gait 2      # ~20 min
+    python -P benchmarks/studies/saddle_residual.py --coarse --seconds 10 --ideal-rows-gait 2      # ~20 min
 """
 
 import argparse
@@ -55,11 +53,27 @@ def main() -> None:
     ap.add_argument("--iterations", default="5,10,20,40,80", help="MINRES iteration counts")
     ap.add_argument("--attach-jacobi", action="store_true", help="attachment rows with the Jacobi masses")
     ap.add_argument("--coarse", action="store_true", help="the coarse snake (5 cross-sections per link)")
-    ap.add_argument("--newton-iteration", type=int, default=0, help="which Newton iteration's system (0 … newton_iterations − 1)")
+    ap.add_argument(
+        "--newton-iteration", type=int, default=0, help="which Newton iteration's system (0 … newton_iterations − 1)"
+    )
     ap.add_argument("--row-study", action="store_true", help="also MINRES with ideal row blocks (dense inverses)")
-    ap.add_argument("--floor", type=float, default=1.0e-6, help="eigenvalue floor of the ideal row blocks' inverses, relative to the largest (default 1e-6)")
-    ap.add_argument("--row-scale", default="", help="also the kernels' preconditioner with its rows' block times each of these factors (comma-separated)")
-    ap.add_argument("--ideal-rows-gait", type=float, metavar="SECONDS", help="instead: run the gait SECONDS on with the candidate rows' block (CPU, slow)")
+    ap.add_argument(
+        "--floor",
+        type=float,
+        default=1.0e-6,
+        help="eigenvalue floor of the ideal row blocks' inverses, relative to the largest (default 1e-6)",
+    )
+    ap.add_argument(
+        "--row-scale",
+        default="",
+        help="also the kernels' preconditioner with its rows' block times each of these factors (comma-separated)",
+    )
+    ap.add_argument(
+        "--ideal-rows-gait",
+        type=float,
+        metavar="SECONDS",
+        help="instead: run the gait SECONDS on with the candidate rows' block (CPU, slow)",
+    )
     a = ap.parse_args()
     quiet_warp()
     cfg = SnakeConfig()
@@ -90,7 +104,14 @@ def main() -> None:
             K, index = self.dense(self.matvec)
             P, _ = self.dense(self.precondition)
             b = np.concatenate([self.b[0].numpy().ravel(), self.b[1].numpy()]).astype(np.float64)[index]
-            captured.update(K=K, P=P, b=b, particle_dofs=3 * sim.model.particle_count, diag_v=self.diag_v.numpy().astype(np.float64), positions=sim.particle_positions()[0].astype(np.float64))
+            captured.update(
+                K=K,
+                P=P,
+                b=b,
+                particle_dofs=3 * sim.model.particle_count,
+                diag_v=self.diag_v.numpy().astype(np.float64),
+                positions=sim.particle_positions()[0].astype(np.float64),
+            )
         return original(self, iterations, it)
 
     sp.PrimalStep.solve = capture
@@ -104,7 +125,10 @@ def main() -> None:
     b = captured["b"]
     nv = captured["particle_dofs"]
     mesh = "coarse" if a.coarse else "full"
-    print(f"{mesh} snake, {a.seconds:g} s into the gait, Newton iteration {a.newton_iteration} of the next step: {b.size} unknowns ({nv} particle, {b.size - nv} row), ‖b‖ = {np.linalg.norm(b):.3e}")
+    print(
+        f"{mesh} snake, {a.seconds:g} s into the gait, Newton iteration {a.newton_iteration} of the next step: "
+        f"{b.size} unknowns ({nv} particle, {b.size - nv} row), ‖b‖ = {np.linalg.norm(b):.3e}"
+    )
     counts = [int(s) for s in a.iterations.split(",")]
     variants = {"kernels' preconditioner": P}
     for factor in (float(f) for f in a.row_scale.split(",") if f.strip()):
@@ -119,7 +143,10 @@ def main() -> None:
         for k in counts:
             x, _ = sla.minres(K, b, M=M, maxiter=k, rtol=1e-30, check=False)
             res.append(np.linalg.norm(K @ x - b) / np.linalg.norm(b))
-        print(f"{name:<34} relative residual after {'/'.join(map(str, counts))} iterations: " + " / ".join(f"{r:.2e}" for r in res))
+        print(
+            f"{name:<34} relative residual after {'/'.join(map(str, counts))} iterations: "
+            + " / ".join(f"{r:.2e}" for r in res)
+        )
 
 
 def floored_inverse(S: np.ndarray, floor: float = 1.0e-6) -> np.ndarray:
@@ -149,7 +176,9 @@ def rigid_modes(ids: np.ndarray, positions: np.ndarray, dofs: int) -> np.ndarray
     return phi
 
 
-def row_couplings(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray, link: np.ndarray, section: np.ndarray) -> dict:
+def row_couplings(
+    K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray, link: np.ndarray, section: np.ndarray
+) -> dict:
     """The pieces of the ideal row blocks (module docstring): J_p, S, P_v, J_p D_v⁻¹ J_pᵀ, J_p Q J_pᵀ, and each row's
     cross-section group (its first particle's link and section; rows on bodies only get a group of their own)."""
     Jp, S, Pv = -K[nv:, :nv], -K[nv:, nv:], P[:nv, :nv]
@@ -170,7 +199,16 @@ def section_coarse_rows(c: dict) -> np.ndarray:
     return c["S"] + c["JDJ"] * (c["group"][:, None] == c["group"][None, :]) + c["JQJ"]
 
 
-def ideal_row_blocks(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray, link: np.ndarray, section: np.ndarray, positions: np.ndarray, floor: float = 1.0e-6) -> dict:
+def ideal_row_blocks(
+    K: np.ndarray,
+    P: np.ndarray,
+    nv: int,
+    diag_v: np.ndarray,
+    link: np.ndarray,
+    section: np.ndarray,
+    positions: np.ndarray,
+    floor: float = 1.0e-6,
+) -> dict:
     """Block-diagonal preconditioners with the particles' block of ``P`` and ideal row blocks (module docstring), their
     inverses' eigenvalues floored at ``floor`` × the largest."""
     c = row_couplings(K, P, nv, diag_v, link, section)
@@ -207,7 +245,8 @@ def ideal_row_blocks(K: np.ndarray, P: np.ndarray, nv: int, diag_v: np.ndarray, 
 @contextlib.contextmanager
 def ideal_rows_preconditioner(link: np.ndarray, section: np.ndarray, floor: float = 1.0e-6):
     """Within the block, every MINRES solve of a (one-world, CPU) run uses the rows' block
-    floored_inverse(section_coarse_rows(...), floor), assembled densely at each Newton iteration (~4 s per step on the coarse
+    floored_inverse(section_coarse_rows(...), floor), assembled densely at each Newton iteration (~4 s per step on the
+    coarse
     snake): the gait the candidate preconditioner would give, before anyone builds it."""
     solve, precondition, record = sp.PrimalStep.solve, sp.PrimalStep.precondition, sp.PrimalStep.record_iterations
 
@@ -226,7 +265,11 @@ def ideal_rows_preconditioner(link: np.ndarray, section: np.ndarray, floor: floa
             rows, inverse = self._ideal_rows
             zl.numpy()[rows] = inverse @ rl.numpy()[rows]  # CPU arrays: numpy() is a view
 
-    sp.PrimalStep.solve, sp.PrimalStep.precondition, sp.PrimalStep.record_iterations = ideal_solve, ideal_precondition, False
+    sp.PrimalStep.solve, sp.PrimalStep.precondition, sp.PrimalStep.record_iterations = (
+        ideal_solve,
+        ideal_precondition,
+        False,
+    )
     try:
         yield
     finally:
@@ -253,8 +296,12 @@ def ideal_rows_gait(sim: SnakeSim, seconds: float, floor: float = 1.0e-6) -> Non
     rows = [("4 x 20, kernels' preconditioner", gait_from(sim.config, snapshot, seconds))]
     with ideal_rows_preconditioner(link, section, floor):
         rows.append(("4 x 20, candidate rows' block", gait_from(sim.config, snapshot, seconds)))
-    converged = dataclasses.replace(sim.config.solver, newton_iterations=8, linear_iterations=100, linear_tolerance=1e-5)
-    rows.append(("8 x 100, tolerance 1e-5", gait_from(dataclasses.replace(sim.config, solver=converged), snapshot, seconds)))
+    converged = dataclasses.replace(
+        sim.config.solver, newton_iterations=8, linear_iterations=100, linear_tolerance=1e-5
+    )
+    rows.append(
+        ("8 x 100, tolerance 1e-5", gait_from(dataclasses.replace(sim.config, solver=converged), snapshot, seconds))
+    )
     for name, d in rows:
         print(f"{name:<34} COM displacement over the next {seconds:g} s: {d:.5f} m")
 

@@ -1,5 +1,5 @@
 """The solver budget's one-frame error in the snake's gait: from the same states, one frame at each budget against a
-converged reference (docs/snake.md, "How large the budget's error in the gait is").
+converged reference.
 
 Runs the straight gait (ω = 2 Hz, α = π/2, A = 8 psi, latency on) at the default budget to ``--seconds``, then takes
 ``--samples`` states ``--spacing`` frames apart. From each state every budget advances one frame (``substeps`` solver
@@ -14,11 +14,12 @@ budget it prints
   and of the particles' velocities against the reference's.
 
 A frame's error does not accumulate here (every budget restarts from the reference's start state), so this separates
-the solver's local error from the divergence of whole trajectories (benchmarks/snake_gait_sensitivity.py). Budgets:
+the solver's local error from the divergence of whole trajectories (benchmarks/studies/snake_gait_sensitivity.py).
+Budgets:
 ``NxL`` (N Newton × L MINRES iterations), ``NxL:TOL`` (with ``linear_tolerance`` TOL, CPU), or a schedule ``a/b/c/d``
 (MINRES iterations per Newton iteration; the solve of this process's simulation for it is patched, a study switch).
 
-    python -P benchmarks/snake_step_error.py [--full] [--seconds 10] [--samples 24] [--spacing 5] \\
+    python -P benchmarks/studies/snake_step_error.py [--full] [--seconds 10] [--samples 24] [--spacing 5] \\
         [--budget 4x20 --budget 4x40 ...] [--reference 8x200:1e-6] [--json FILE]
 """
 
@@ -70,7 +71,12 @@ def parse_budget(text: str) -> Budget:
 
 def budget_sim(config: SnakeConfig, budget: Budget) -> SnakeSim:
     """A one-world snake whose solver runs ``budget`` (a schedule patches this simulation's MINRES counts)."""
-    solver = dataclasses.replace(config.solver, newton_iterations=budget.newton, linear_iterations=budget.linear, linear_tolerance=budget.tolerance)
+    solver = dataclasses.replace(
+        config.solver,
+        newton_iterations=budget.newton,
+        linear_iterations=budget.linear,
+        linear_tolerance=budget.tolerance,
+    )
     sim = SnakeSim(worlds=1, config=dataclasses.replace(config, solver=solver))
     if budget.schedule:
         primal = sim.solver._primal
@@ -85,7 +91,12 @@ def one_frame(sim: SnakeSim, snapshot: dict, targets: np.ndarray) -> dict:
     sim.set_pressure_targets(targets)
     start, kappa = sim.com()[0], sim.curvatures()[0]
     sim.step()
-    return dict(d=(sim.com()[0] - start)[:2], dkappa=sim.curvatures()[0] - kappa, body_qd=sim.state.body_qd.numpy().astype(np.float64).ravel(), particle_qd=sim.state.particle_qd.numpy().astype(np.float64).ravel())
+    return dict(
+        d=(sim.com()[0] - start)[:2],
+        dkappa=sim.curvatures()[0] - kappa,
+        body_qd=sim.state.body_qd.numpy().astype(np.float64).ravel(),
+        particle_qd=sim.state.particle_qd.numpy().astype(np.float64).ravel(),
+    )
 
 
 def main() -> None:
@@ -93,8 +104,12 @@ def main() -> None:
     ap.add_argument("--full", action="store_true", help="the default link mesh instead of the coarse one")
     ap.add_argument("--seconds", type=float, default=10.0, help="gait time before the first sample [s] (default 10)")
     ap.add_argument("--samples", type=int, default=24, help="sampled states (default 24)")
-    ap.add_argument("--spacing", type=int, default=5, help="frames between samples (default 5: 24 samples span two gait cycles)")
-    ap.add_argument("--budget", action="append", help=f"a budget to compare (repeatable; default {' '.join(DEFAULT_BUDGETS)})")
+    ap.add_argument(
+        "--spacing", type=int, default=5, help="frames between samples (default 5: 24 samples span two gait cycles)"
+    )
+    ap.add_argument(
+        "--budget", action="append", help=f"a budget to compare (repeatable; default {' '.join(DEFAULT_BUDGETS)})"
+    )
     ap.add_argument("--reference", default="8x200:1e-6", help="the reference budget (default 8x200:1e-6)")
     ap.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     a = ap.parse_args()
@@ -142,8 +157,13 @@ def main() -> None:
     print(file=sys.stderr)
     rms = lambda x: float(np.sqrt(np.mean(np.square(x))))  # noqa: E731
     mesh = "full" if a.full else "coarse"
-    print(f"{mesh} snake, {a.samples} states from {a.seconds:g} s every {a.spacing} frames; reference {reference.name}; one frame per state ({time.perf_counter() - wall:.0f} s)")
-    print(f"{'budget':<14} {'forward bias':>13} {'COM scatter':>12} {'dκ/frame':>10} {'bodies v':>10} {'particles v':>12}")
+    print(
+        f"{mesh} snake, {a.samples} states from {a.seconds:g} s every {a.spacing} frames; reference {reference.name}; "
+        f"one frame per state ({time.perf_counter() - wall:.0f} s)"
+    )
+    print(
+        f"{'budget':<14} {'forward bias':>13} {'COM scatter':>12} {'dκ/frame':>10} {'bodies v':>10} {'particles v':>12}"
+    )
     summary = {}
     for b in budgets:
         r = rows[b.name]
@@ -152,12 +172,31 @@ def main() -> None:
         dkappa = rms(r["dkappa"]) / rms(ref_dkappa)
         body = rms(r["body"]) / rms(ref_body)
         particle = rms(r["particle"]) / rms(ref_particle)
-        summary[b.name] = dict(forward_bias=bias, com_scatter=scatter, curvature_change_error=dkappa, body_velocity_error=body, particle_velocity_error=particle)
-        print(f"{b.name:<14} {100 * bias:>+12.1f}% {100 * scatter:>11.1f}% {100 * dkappa:>9.2f}% {100 * body:>9.2f}% {100 * particle:>11.2f}%")
+        summary[b.name] = dict(
+            forward_bias=bias,
+            com_scatter=scatter,
+            curvature_change_error=dkappa,
+            body_velocity_error=body,
+            particle_velocity_error=particle,
+        )
+        print(
+            f"{b.name:<14} {100 * bias:>+12.1f}% {100 * scatter:>11.1f}% {100 * dkappa:>9.2f}% {100 * body:>9.2f}% "
+            f"{100 * particle:>11.2f}%"
+        )
     if a.json:
         from softsnake.io.files import write_json_atomic
 
-        write_json_atomic(a.json, dict(mesh=mesh, seconds=a.seconds, samples=a.samples, spacing=a.spacing, reference=reference.name, budgets=summary))
+        write_json_atomic(
+            a.json,
+            dict(
+                mesh=mesh,
+                seconds=a.seconds,
+                samples=a.samples,
+                spacing=a.spacing,
+                reference=reference.name,
+                budgets=summary,
+            ),
+        )
 
 
 if __name__ == "__main__":

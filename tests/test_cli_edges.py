@@ -1,0 +1,292 @@
+"""Edges a new user met (bad files, signals, reused output folders, unbounded rates and counts, Warp's chatter) and
+the command-line features they missed (--version, --resume, the animation): each test fails without its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from cli_helpers import ROOT, cli, fails, run_python, signal_during_explore
+
+ASSETS = ROOT / "assets" / "vine"
+
+
+def only(folder, *names):
+    assert sorted(p.name for p in folder.iterdir()) == sorted(names)
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    """A truncated .npz, random bytes named .npz and .npy, a binary .rects, an empty reference csv."""
+    files = {}
+    files["truncated"] = tmp_path / "truncated.npz"
+    files["truncated"].write_bytes((ASSETS / "jitosho_wall_fit.npz").read_bytes()[:3000])
+    noise = np.random.default_rng(0).bytes(2000)
+    for name in ("noise.npz", "noise.npy", "noise.rects"):
+        files[name] = tmp_path / name
+        files[name].write_bytes(noise)
+    files["empty.csv"] = tmp_path / "empty.csv"
+    files["empty.csv"].write_text("x1,x2,x3\n")
+    return files
+
+
+def test_damaged_npz_and_npy_give_one_line_naming_the_file(tmp_path, damaged, capfd):
+    for name in ("truncated", "noise.npz"):
+        line = fails(["vine", "fit", "--wall", damaged[name], "--out", tmp_path / "p.toml"], capfd, str(damaged[name]))
+        assert "allow_pickle" not in line and "BadZipFile" not in line
+    video = tmp_path / "vid"
+    video.mkdir()
+    (video / "points.npy").write_bytes(damaged["noise.npy"].read_bytes())
+    (video / "walls.npy").write_bytes(damaged["noise.npy"].read_bytes())
+    line = fails(
+        ["vine", "fit", "--video", video, "--out", tmp_path / "p.toml"],
+        capfd,
+        str(video / "points.npy"),
+        "not a NumPy .npy file",
+    )
+    assert "allow_pickle" not in line
+    only(tmp_path, *[p.name for p in damaged.values()], "vid")
+
+
+def test_damaged_checkpoint_is_a_value_error_naming_it(damaged):
+    from softsnake.robots.snake_sim import SnakeSim
+
+    for name, words in (("truncated", "damaged or truncated"), ("noise.npz", "not a NumPy .npz file")):
+        with pytest.raises(ValueError, match=words) as err:
+            SnakeSim.load(damaged[name])
+        assert str(damaged[name]) in str(err.value) and "allow_pickle" not in str(err.value)
+
+
+def test_binary_rects_and_empty_reference_csv(tmp_path, damaged, capfd):
+    fails(
+        ["vine", "rollout", "--rects", damaged["noise.rects"], "--out", tmp_path / "D"],
+        capfd,
+        str(damaged["noise.rects"]),
+        "not text",
+    )
+    line = fails(
+        ["vine", "rollout", "--reference", damaged["empty.csv"], "--out", tmp_path / "D"],
+        capfd,
+        str(damaged["empty.csv"]),
+        "no rows",
+    )
+    assert "site-packages" not in line and "Warning" not in line and "columns" not in line
+    assert not (tmp_path / "D").exists()
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])
+def test_sigterm_and_sighup_clean_up_like_ctrl_c(tmp_path, sig, code):
+    status, err = signal_during_explore(tmp_path, sig)
+    assert status == code, err
+    assert err.strip().splitlines()[-1] == f"softsnake: stopped by {signal.Signals(sig).name}; no output was written"
+    assert "Traceback" not in err
+    only(tmp_path)
+
+
+def test_ignored_hangup_stays_ignored():
+    """Under ``nohup`` (SIGHUP ignored) a command keeps running through a hang-up."""
+    from softsnake import cli as cli_module
+
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with cli_module._stop_on_signals():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is cli_module._raise_stopped
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_output_folder_holds_only_the_last_runs_files(tmp_path, capfd):
+    out = tmp_path / "D"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")  # the user's own file is kept
+    base = ["gait", "--coarse", "--seconds", "0.05", "--quiet", "--no-gif", "--out", out]
+    assert cli(base, capfd)[0] == 0
+    assert (out / "snake.usdc").exists()
+    assert cli(base + ["--usd-format", "usda"], capfd)[0] == 0
+    assert (out / "snake.usda").exists() and not (out / "snake.usdc").exists()
+    assert cli(base + ["--no-usd"], capfd)[0] == 0
+    only(out, ".softsnake-outputs", "notes.txt", "trajectory.npz", "trajectory.png", "summary.json", "checkpoint.npz")
+
+
+def test_out_where_files_cannot_be_created_names_that_folder(capfd):
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("no /proc on this system")
+    line = fails(["gait", "--coarse", "--out", "/proc/x"], capfd, "'/proc/x'", "'/proc'", "does not accept new files")
+    assert not line.endswith("cannot be created or written (No such file or directory)")
+
+
+def test_rates_and_counts_are_bounded_with_a_reason(tmp_path, capfd):
+    fails(["gait", "--coarse", "--omega", "1e12", "--out", tmp_path / "D"], capfd, "--omega", "≤ 15 Hz", "frame")
+    fails(["gait", "--coarse", "--omega", "-1", "--out", tmp_path / "D"], capfd, "--omega", "≥ 0")
+    fails(["bench", "--coarse", "--frames", "1000000000000"], capfd, "--frames", "≤ 100000", "mean")
+    only(tmp_path)
+
+
+def test_a_run_over_an_hour_says_how_long_first(tmp_path, capfd, monkeypatch):
+    from softsnake.robots import snake_sim
+
+    calls = {"n": 0}
+
+    def slow_step(self, frames=1):  # 0.2 s per frame: 6 million frames are ~2 weeks
+        calls["n"] += 1
+        if calls["n"] > 8:
+            raise KeyboardInterrupt
+        time.sleep(0.2)
+        self.frame += 1
+        self.time = self.frame * self.config.frame_dt
+
+    monkeypatch.setattr(snake_sim.SnakeSim, "step", slow_step)
+    code, _, err = cli(
+        ["gait", "--coarse", "--seconds", "100000", "--quiet", "--no-usd", "--no-gif", "--out", tmp_path / "D"], capfd
+    )
+    assert code == 130
+    assert err[0].startswith("softsnake gait: this run will take about ") and "days" in err[0], err
+    assert err[-1] == "softsnake: interrupted; no output was written"
+    only(tmp_path)
+
+
+def test_bench_estimate_comes_before_a_long_bench(monkeypatch, capsys):
+    import argparse
+
+    from softsnake.experiments import bench
+    from softsnake.experiments import cli as snake_cli
+
+    monkeypatch.setattr(bench, "bench_snakes", lambda *a, **k: {"ms_total": 250.0})
+    args = argparse.Namespace(prog="softsnake bench", snake_counts=[1.0, 4.0], frames=100_000, device="cpu", cfg=None)
+    snake_cli._bench_time_notice(args)
+    assert capsys.readouterr().err.startswith("softsnake bench: this run will take about 14 h")
+
+
+def test_version_and_linear_solver_named_as_it_runs(capfd):
+    import softsnake
+
+    code, out, _ = cli(["--version"], capfd)
+    assert code == 0 and out.strip() == f"softsnake {softsnake.__version__}"
+    code, out, _ = cli(["info", "--coarse"], capfd)
+    assert code == 0 and "4 Newton × 20 MINRES" in out and "PCR" not in out
+    code, out, _ = cli(["demo", "--seconds", "0.01", "--quiet"], capfd)
+    assert code == 0 and "MINRES iterations" in out and "PCR" not in out
+    code, out, _ = cli(["gait", "--help"], capfd)
+    assert code == 0 and "MINRES" in out
+
+
+def test_license_file_matches_the_declared_license():
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert 'license = { text = "Apache-2.0" }' in (ROOT / "pyproject.toml").read_text()
+
+
+QUIET_SCRIPT = """
+import softsnake as ss
+{switch}
+b = ss.ModelBuilder()
+b.add_particle((0.0, 0.0, 1.0), mass=1.0)
+model = b.finalize(device="cpu")
+state = model.state()
+ss.Solver(model, dt=0.01).step(state)
+print("done")
+"""
+
+
+def test_api_scripts_are_quiet_unless_asked(tmp_path):
+    quiet = run_python(QUIET_SCRIPT.format(switch=""), tmp_path)
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stdout == "done\n"
+    loud = run_python(QUIET_SCRIPT.format(switch="ss.show_warp_messages()"), tmp_path)
+    assert loud.returncode == 0 and "Warp" in loud.stdout and "Module softsnake.kernels" in loud.stdout, loud.stdout
+
+
+IMPORT_FROM_ROOT = """
+import sys
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]  # as after `pip install .`
+sys.path.insert(0, {root!r})
+import softsnake, softsnake.kernels.tet
+assert softsnake.__file__.startswith({root!r}), softsnake.__file__
+print(softsnake.kernels.tet.__name__)
+"""
+
+
+def test_imports_work_from_the_repository_root():
+    r = subprocess.run(
+        [sys.executable, "-c", IMPORT_FROM_ROOT.format(root=str(ROOT))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0 and r.stdout.strip() == "softsnake.kernels.tet", r.stderr
+
+
+def test_gait_resume_continues_the_run_and_writes_the_animation(tmp_path, capfd):
+    from PIL import Image
+
+    common = ["--quiet", "--no-usd"]
+    assert cli(["gait", "--coarse", "--seconds", "0.2", *common, "--out", tmp_path / "whole"], capfd)[0] == 0
+    assert cli(["gait", "--coarse", "--seconds", "0.1", *common, "--out", tmp_path / "first"], capfd)[0] == 0
+    code, out, err = cli(
+        [
+            "gait",
+            "--resume",
+            tmp_path / "first" / "checkpoint.npz",
+            "--seconds",
+            "0.1",
+            *common,
+            "--json",
+            "--out",
+            tmp_path / "second",
+        ],
+        capfd,
+    )
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["start_seconds"] == pytest.approx(0.1) and summary["seconds"] == pytest.approx(0.2)
+    whole, second = (np.load(tmp_path / d / "trajectory.npz") for d in ("whole", "second"))
+    assert np.array_equal(whole["com"][-1], second["com"][-1])  # the CPU resumes bit for bit
+    assert np.array_equal(whole["t"][-6:], second["t"])
+    with Image.open(tmp_path / "whole" / "snake.gif") as gif:
+        assert gif.n_frames == 1 + 12 // 4  # 15 fps of 60 Hz frames, and the start
+    fails(
+        ["gait", "--resume", tmp_path / "first" / "checkpoint.npz", "--coarse", "--out", tmp_path / "x"],
+        capfd,
+        "--resume",
+        "--coarse",
+    )
+
+
+def test_checkpoints_of_another_format_are_refused_in_one_line(tmp_path, capfd):
+    from softsnake.robots.snake_sim import CHECKPOINT_VERSION, SnakeSim
+
+    assert (
+        cli(
+            ["gait", "--coarse", "--seconds", "0.05", "--quiet", "--no-usd", "--no-gif", "--out", tmp_path / "D"], capfd
+        )[0]
+        == 0
+    )
+    with np.load(tmp_path / "D" / "checkpoint.npz") as f:
+        data = {k: f[k] for k in f.files}
+    data["format"] = np.array("softsnake-snake-checkpoint-1")
+    np.savez(tmp_path / "old.npz", **data)
+    line = fails(
+        ["gait", "--resume", tmp_path / "old.npz", "--out", tmp_path / "E"],
+        capfd,
+        "old.npz",
+        "format 1",
+        f"format {CHECKPOINT_VERSION} only",
+    )
+    with pytest.raises(ValueError) as err:
+        SnakeSim.load(tmp_path / "old.npz")
+    assert str(err.value) in line
+    data["format"] = np.array("something else")
+    np.savez(tmp_path / "other.npz", **data)
+    fails(
+        ["gait", "--resume", tmp_path / "other.npz", "--out", tmp_path / "E"], capfd, "not a softsnake snake checkpoint"
+    )
