@@ -15,7 +15,8 @@ alike; each one's cost is the wall clock of its step calls alone (between two de
 left out; read-backs for the errors happen outside it.
 
     python -P benchmarks/compare_newton.py --out benchmarks/compare_newton.json --plot benchmarks/compare_newton.png
-    python -P benchmarks/compare_newton.py --plot-only benchmarks/compare_newton.json --plot benchmarks/compare_newton.png
+    python -P benchmarks/compare_newton.py --plot-only benchmarks/compare_newton.json \
+        --plot benchmarks/compare_newton.png
 
 ``newton`` is a bench-only dependency (``pip install newton``); without it only the softsnake curves are computed.
 """
@@ -156,7 +157,7 @@ class Observer:
 
 
 def run_scene(scene: str, configs: list, reference: float) -> list:
-    """Step every configuration of ``scene`` in alternation, one h each in turn; returns one record per configuration."""
+    """Step every configuration of ``scene`` in alternation, one h each in turn; one record per configuration."""
     observers = []
     for meta, make in configs:
         observers.append((meta, Observer(scene, make(), reference)))
@@ -168,7 +169,11 @@ def run_scene(scene: str, configs: list, reference: float) -> list:
     for meta, obs in observers:
         records.append(dict(scene=scene, **meta, **obs.result()))
         r = records[-1]
-        print(f"  {scene} {r['solver']} {r['budget']}: error {r['error']:.3g}, {r['ms_per_step']:.2f} ms/step", file=sys.stderr, flush=True)
+        print(
+            f"  {scene} {r['solver']} {r['budget']}: error {r['error']:.3g}, {r['ms_per_step']:.2f} ms/step",
+            file=sys.stderr,
+            flush=True,
+        )
     return records
 
 
@@ -180,7 +185,9 @@ def first_reaches(records: list) -> dict:
         for curve in sorted({r["curve"] for r in records if r["scene"] == scene}):
             ok = [r for r in records if r["scene"] == scene and r["curve"] == curve and r["error"] <= target]
             best = min(ok, key=lambda r: r["ms_per_step"]) if ok else None
-            out[f"{scene} {curve}"] = dict(target=target, ms_per_step=best and best["ms_per_step"], budget=best and best["budget"])
+            out[f"{scene} {curve}"] = dict(
+                target=target, ms_per_step=best and best["ms_per_step"], budget=best and best["budget"]
+            )
     return out
 
 
@@ -194,9 +201,15 @@ def plot(records: list, path: str) -> None:
     fig, axes = plt.subplots(2, 2, figsize=(11, 8.5))
     styles = ["o-", "s--", "^:", "v-.", "D--"]
     for ax, scene in zip(axes.ravel(), SCENES):
-        curves = sorted({r["curve"] for r in records if r["scene"] == scene}, key=lambda c: (not c.startswith("softsnake"), c))
+        curves = sorted(
+            {r["curve"] for r in records if r["scene"] == scene}, key=lambda c: (not c.startswith("softsnake"), c)
+        )
         for curve, style in zip(curves, styles):
-            pts = sorted((r["ms_per_step"], max(r["error"], 1e-9), r["budget"]) for r in records if r["scene"] == scene and r["curve"] == curve and np.isfinite(r["error"]))
+            pts = sorted(
+                (r["ms_per_step"], max(r["error"], 1e-9), r["budget"])
+                for r in records
+                if r["scene"] == scene and r["curve"] == curve and np.isfinite(r["error"])
+            )
             if not pts:
                 continue
             ms, err, _ = zip(*pts)
@@ -229,8 +242,14 @@ def main(argv=None) -> int:
     p.add_argument("--budgets", default="1x10,2x10,2x20,4x20,4x40,8x100", help="softsnake Newton x MINRES budgets")
     p.add_argument("--vbd-substeps", default="1,2,5,10", help="VBD steps per h")
     p.add_argument("--vbd-iterations", default="5,10,20", help="VBD iterations per VBD step")
-    p.add_argument("--vbd-friction-epsilon", default="1e-2,1e-4", help="VBD friction smoothing speeds [m/s] for the contact scenes")
-    p.add_argument("--vbd-contact-ke", default="1e3,1e5", help="VBD particle-ground contact stiffnesses [N/m] for the contact scenes (1e3: Newton's default)")
+    p.add_argument(
+        "--vbd-friction-epsilon", default="1e-2,1e-4", help="VBD friction smoothing speeds [m/s] for the contact scenes"
+    )
+    p.add_argument(
+        "--vbd-contact-ke",
+        default="1e3,1e5",
+        help="VBD particle-ground contact stiffnesses [N/m] for the contact scenes (1e3: Newton's default)",
+    )
     p.add_argument("--scenes", default=",".join(SCENES), help="subset of " + ",".join(SCENES))
     p.add_argument("--out", default=os.path.join("benchmarks", "compare_newton.json"))
     p.add_argument("--plot", help="write the error-vs-cost picture here (PNG)")
@@ -257,24 +276,47 @@ def main(argv=None) -> int:
         configs = []
         if "softsnake" in solvers:
             for n, lin in budgets:
-                configs.append((dict(solver="softsnake", curve="softsnake", budget=f"{n}x{lin}"), lambda n=n, lin=lin: SoftsnakeRun(softsnake_model(scene), n, lin)))
+                configs.append(
+                    (
+                        dict(solver="softsnake", curve="softsnake", budget=f"{n}x{lin}"),
+                        lambda n=n, lin=lin, scene=scene: SoftsnakeRun(softsnake_model(scene), n, lin),
+                    )
+                )
         if vbd is not None:
-            contact = [(1e-2, 1e3)] if scene == "cantilever" else [(float(e), float(k)) for k in args.vbd_contact_ke.split(",") for e in args.vbd_friction_epsilon.split(",")]
+            contact = (
+                [(1e-2, 1e3)]
+                if scene == "cantilever"
+                else [
+                    (float(e), float(k))
+                    for k in args.vbd_contact_ke.split(",")
+                    for e in args.vbd_friction_epsilon.split(",")
+                ]
+            )
             for eps, ke in contact:
                 curve = "newton-vbd" if scene == "cantilever" else f"newton-vbd, ke {ke:g} N/m, friction ε {eps:g} m/s"
                 for s in _ints(args.vbd_substeps):
                     for it in _ints(args.vbd_iterations):
-                        meta = dict(solver="newton-vbd", curve=curve, budget=f"{s}x{it}", friction_epsilon=eps, contact_ke=ke)
-                        configs.append((meta, lambda s=s, it=it, eps=eps, ke=ke: vbd_run(vbd, scene, s, it, eps, ke)))
+                        meta = dict(
+                            solver="newton-vbd", curve=curve, budget=f"{s}x{it}", friction_epsilon=eps, contact_ke=ke
+                        )
+                        configs.append(
+                            (meta, lambda s=s, it=it, eps=eps, ke=ke, scene=scene: vbd_run(vbd, scene, s, it, eps, ke))
+                        )
         records += run_scene(scene, configs, reference)
     reached = first_reaches(records)
     print("| scene | error | curve | budget | error value | ms/step |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in records:
-        print(f"| {r['scene']} | {ERROR_KIND[r['scene']]} | {r['curve']} | {r['budget']} | {r['error']:.3g} | {r['ms_per_step']:.2f} |")
+        print(
+            f"| {r['scene']} | {ERROR_KIND[r['scene']]} | {r['curve']} | {r['budget']} | {r['error']:.3g} "
+            f"| {r['ms_per_step']:.2f} |"
+        )
     print("\nfirst reaches (least ms/step at or below the target):")
     for key, v in reached.items():
-        print(f"  {key}: target {v['target']:g}: " + (f"{v['ms_per_step']:.2f} ms/step ({v['budget']})" if v["ms_per_step"] is not None else "never"))
+        print(
+            f"  {key}: target {v['target']:g}: "
+            + (f"{v['ms_per_step']:.2f} ms/step ({v['budget']})" if v["ms_per_step"] is not None else "never")
+        )
     meta = dict(
         date=datetime.datetime.now().isoformat(timespec="seconds"),
         warp=wp.__version__,

@@ -74,7 +74,18 @@ class VBDRun:
     ``substeps`` VBD steps and adds its wall clock, between two device synchronisations and around the collision and
     solver calls only, to ``seconds``."""
 
-    def __init__(self, builder, *, iterations: int, dt: float, substeps: int = 1, device: str = "cpu", contact_ke: float | None = None, mu: float | None = None, friction_epsilon: float = 1e-2):
+    def __init__(
+        self,
+        builder,
+        *,
+        iterations: int,
+        dt: float,
+        substeps: int = 1,
+        device: str = "cpu",
+        contact_ke: float | None = None,
+        mu: float | None = None,
+        friction_epsilon: float = 1e-2,
+    ):
         builder.color()  # VBD's Gauss-Seidel runs over the graph colouring; finalize() does not colour
         self.model = builder.finalize(device=device)
         self.dt = dt
@@ -133,13 +144,23 @@ def cantilever(*, iterations: int, substeps: int, dt: float, **_contact) -> VBDR
     return VBDRun(b, iterations=iterations, dt=dt, substeps=substeps)
 
 
-def incline(slope: float, mu: float, *, iterations: int, substeps: int, dt: float, contact_ke: float, friction_epsilon: float) -> VBDRun:
+def incline(
+    slope: float, mu: float, *, iterations: int, substeps: int, dt: float, contact_ke: float, friction_epsilon: float
+) -> VBDRun:
     """``validation.incline_model`` in VBD: the 3 cm cube (2×2×2 cells, E = 0.2 MPa) on tilted-gravity ground."""
     b = newton.ModelBuilder(gravity=V.incline_gravity(slope))
     mesh = box_tet_mesh((0.03, 0.03, 0.03), (2, 2, 2), origin=(-0.015, -0.015, 0.0))  # = validation.soft_cube
     _add_mesh(b, mesh.vertices, mesh.tets, youngs=2.0e5, poisson=0.3, density=1000.0)
     b.add_ground_plane(cfg=newton.ModelBuilder.ShapeConfig(mu=mu, ke=contact_ke, kd=0.0))
-    return VBDRun(b, iterations=iterations, dt=dt, substeps=substeps, contact_ke=contact_ke, mu=mu, friction_epsilon=friction_epsilon)
+    return VBDRun(
+        b,
+        iterations=iterations,
+        dt=dt,
+        substeps=substeps,
+        contact_ke=contact_ke,
+        mu=mu,
+        friction_epsilon=friction_epsilon,
+    )
 
 
 def drop(*, iterations: int, substeps: int, dt: float, contact_ke: float, friction_epsilon: float) -> VBDRun:
@@ -148,7 +169,15 @@ def drop(*, iterations: int, substeps: int, dt: float, contact_ke: float, fricti
     mesh = box_tet_mesh((0.06, 0.06, 0.06), (3, 3, 3), origin=(-0.03, -0.03, 0.05))  # = soft_cube(z=0.05)
     _add_mesh(b, mesh.vertices, mesh.tets, youngs=1.0e5, poisson=0.3, density=1000.0, vel=(0.3, 0.0, 0.0))
     b.add_ground_plane(cfg=newton.ModelBuilder.ShapeConfig(mu=0.5, ke=contact_ke, kd=0.0))
-    return VBDRun(b, iterations=iterations, dt=dt, substeps=substeps, contact_ke=contact_ke, mu=0.5, friction_epsilon=friction_epsilon)
+    return VBDRun(
+        b,
+        iterations=iterations,
+        dt=dt,
+        substeps=substeps,
+        contact_ke=contact_ke,
+        mu=0.5,
+        friction_epsilon=friction_epsilon,
+    )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Independent references for validation: a linear-elasticity FEM solve (scipy sparse direct, imported on use) and beam theory."""
+"""Independent references for validation: a linear-elasticity FEM solve (scipy sparse direct) and beam theory."""
 
 from __future__ import annotations
 
@@ -77,7 +77,8 @@ def cantilever_tip_deflection(length, width, depth, youngs, nu, density, g) -> f
 def link_static_curvature(config, pressure_psi: float) -> float:
     """Static curvature [1/m] of one free soft link (``robots.snake_link`` mesh and constraint families) with chamber 0
     at gauge ``pressure_psi`` (chamber 1 for a negative value), from one sparse direct solve of the linearised model:
-    linear tets (``link_material``'s E, ν of ``config``), the layer and perimeter rows as hard linear constraints (Lagrange multipliers),
+    linear tets (``link_material``'s E, ν of ``config``), the layer and perimeter rows as hard linear constraints
+    (Lagrange multipliers),
     the pressurised chamber's actuation rows as springs of stiffness 1/compliance whose rest length is scaled by
     ε(p) = 1 + p/Y (Eq. 4; the vented chamber's are off, as in ``SnakeSim``).
     The first cross-section is clamped and the last one moves as a rigid body (the carriages' attachments); no
@@ -140,4 +141,3 @@ def link_static_curvature(config, pressure_psi: float) -> float:
     rhs = np.concatenate([T.T @ f, np.zeros(Hr.shape[0])])
     sol = spla.spsolve(kkt, rhs)
     return float(sol[base + 5]) / c.link_length
-

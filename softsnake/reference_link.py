@@ -42,7 +42,9 @@ def _pair_terms(x: np.ndarray, pairs: np.ndarray):
     e = d / length[:, None]
     k = np.arange(len(pairs))
     cols = np.concatenate([3 * pairs[:, 0:1] + np.arange(3), 3 * pairs[:, 1:2] + np.arange(3)], axis=1).ravel()
-    J = sp.csr_matrix((np.concatenate([-e, e], axis=1).ravel(), (np.repeat(k, 6), cols)), shape=(len(pairs), 3 * len(x)))
+    J = sp.csr_matrix(
+        (np.concatenate([-e, e], axis=1).ravel(), (np.repeat(k, 6), cols)), shape=(len(pairs), 3 * len(x))
+    )
     return e, length, J
 
 
@@ -61,7 +63,8 @@ def _pair_hessian(pairs: np.ndarray, e: np.ndarray, axial: np.ndarray, transvers
 
 def _corotated_tet_hessians(F, R, S, volume, Dm_inv, lam: float, mu: float) -> np.ndarray:
     """Exact (m, 12, 12) Hessians of the tets' energy V·ψ(S − I), ψ(ε) = μ ε:ε + ½λ tr(ε)²: dP = 2μ(dF − dR) +
-    λ tr(Rᵀ dF) R + λ (tr S − 3) dR, with the polar rotation's derivative dR = R[w]×, (tr S·I − S) w = 2 axial(skew(Rᵀ dF))
+    λ tr(Rᵀ dF) R + λ (tr S − 3) dR, with the polar rotation's derivative dR = R[w]×,
+    (tr S·I − S) w = 2 axial(skew(Rᵀ dF))
     (from dF = dR·S + R·dS with Rᵀ dR skew and dS symmetric)."""
     m = len(F)
     trS = np.trace(S, axis1=1, axis2=2)
@@ -91,7 +94,9 @@ def _corotated_tet_hessians(F, R, S, volume, Dm_inv, lam: float, mu: float) -> n
     return out
 
 
-def held_link_static(config, pressure_psi: float, *, increments: int = 16, tolerance: float = 1e-9, max_iterations: int = 100) -> dict:
+def held_link_static(
+    config, pressure_psi: float, *, increments: int = 16, tolerance: float = 1e-9, max_iterations: int = 100
+) -> dict:
     """Static equilibrium of the held link at chamber-0 gauge pressure ``pressure_psi`` (≥ 0) [psi].
 
     The pressure is raised to its value in ``increments`` equal steps; at each, Newton iterations solve the KKT system
@@ -180,7 +185,10 @@ def held_link_static(config, pressure_psi: float, *, increments: int = 16, toler
             residual = float(np.abs(T.T @ (g + J_h.T @ multipliers)).max())
             first = first or max(residual, 1e-300)
             floor = 1e-12 * (1.0 + float(np.abs(multipliers).max()))  # float64 round-off of the rows' forces [N]
-            if residual <= max(tolerance * first * step / increments, floor) and np.abs(constraint).max() <= 1e-8 * c.link_length:
+            if (
+                residual <= max(tolerance * first * step / increments, floor)
+                and np.abs(constraint).max() <= 1e-8 * c.link_length
+            ):
                 break
             H = assemble_tet_matrices(tets, _corotated_tet_hessians(F, R, S, volume, Dm_inv, lam, mu), n)
             H = H + _pair_hessian(act, e_a, np.full(len(act), k_act), k_act * stretch / l_a, n)
@@ -188,12 +196,21 @@ def held_link_static(config, pressure_psi: float, *, increments: int = 16, toler
             Jr = (J_h @ T).tocsc()
             kkt = sp.bmat([[(T.T @ H @ T).tocsc(), Jr.T], [Jr, -alpha * sp.identity(len(hard))]], format="csc")
             sol = spla.spsolve(kkt, np.concatenate([-(T.T @ g), -constraint]))
-            dz, multipliers = sol[:base + 6], sol[base + 6 :]
+            dz, multipliers = sol[: base + 6], sol[base + 6 :]
             x[inner] += dz[:base].reshape(-1, 3)
             rot = _rotation(dz[base + 3 :])
             x[tip] = centre + dz[base : base + 3] + (x[tip] - centre) @ rot.T
             R_end = rot @ R_end
             total += 1
         else:
-            raise RuntimeError(f"held_link_static did not converge at {pressure_psi * step / increments:.3g} psi (residual {residual:.3g} N)")
-    return dict(curvature=float(np.arctan2(R_end[1, 0], R_end[0, 0])) / c.link_length, positions=x, iterations=total, residual=residual, multipliers=multipliers)
+            raise RuntimeError(
+                f"held_link_static did not converge at {pressure_psi * step / increments:.3g} psi "
+                f"(residual {residual:.3g} N)"
+            )
+    return dict(
+        curvature=float(np.arctan2(R_end[1, 0], R_end[0, 0])) / c.link_length,
+        positions=x,
+        iterations=total,
+        residual=residual,
+        multipliers=multipliers,
+    )

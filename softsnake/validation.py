@@ -27,10 +27,29 @@ def incline_gravity(slope: float, g: float = G) -> tuple[float, float, float]:
     return (g * np.sin(theta), 0.0, -g * np.cos(theta))
 
 
-def soft_cube(b: ModelBuilder, size: float, cells: int, *, youngs: float, density: float = 1000.0, poisson: float = 0.3, z: float = 0.0, vel=(0.0, 0.0, 0.0), damping: float = 0.0) -> np.ndarray:
+def soft_cube(
+    b: ModelBuilder,
+    size: float,
+    cells: int,
+    *,
+    youngs: float,
+    density: float = 1000.0,
+    poisson: float = 0.3,
+    z: float = 0.0,
+    vel=(0.0, 0.0, 0.0),
+    damping: float = 0.0,
+) -> np.ndarray:
     """A soft cube of edge ``size`` [m] meshed with cells³ cubes (6 tets each), lower face at height z [m]."""
     mesh = box_tet_mesh((size, size, size), (cells, cells, cells), origin=(-size / 2, -size / 2, z))
-    return b.add_soft_mesh(mesh.vertices, mesh.tets, density=density, youngs_modulus=youngs, poisson_ratio=poisson, vel=vel, damping=damping)
+    return b.add_soft_mesh(
+        mesh.vertices,
+        mesh.tets,
+        density=density,
+        youngs_modulus=youngs,
+        poisson_ratio=poisson,
+        vel=vel,
+        damping=damping,
+    )
 
 
 def _com(state, model) -> np.ndarray:
@@ -64,7 +83,16 @@ def fitted_acceleration(t: np.ndarray, x: np.ndarray, start: float) -> float:
     return float(2.0 * np.polyfit(t[late], x[late], 2)[0])
 
 
-def run_incline(slope: float, mu: float, *, seconds: float = 1.0, size: float = 0.03, cells: int = 2, youngs: float = 2.0e5, solver_kwargs=None) -> dict:
+def run_incline(
+    slope: float,
+    mu: float,
+    *,
+    seconds: float = 1.0,
+    size: float = 0.03,
+    cells: int = 2,
+    youngs: float = 2.0e5,
+    solver_kwargs=None,
+) -> dict:
     """Soft cube on an incline (tan θ = slope). Reference: sticks iff slope ≤ μ, else a = g(sin θ − μ cos θ)."""
     model = incline_model(slope, mu, size=size, cells=cells, youngs=youngs)
     state = model.state()
@@ -77,10 +105,26 @@ def run_incline(slope: float, mu: float, *, seconds: float = 1.0, size: float = 
         x[k + 1] = _com(state, model)[0]
     t = np.arange(n + 1) * solver.dt
     accel = fitted_acceleration(t, x, 0.3 * seconds)
-    return dict(drift=abs(x[-1] - x[0]), accel=accel, expected_accel=coulomb_incline_acceleration(slope, mu), x=x, t=t, solver=solver)
+    return dict(
+        drift=abs(x[-1] - x[0]),
+        accel=accel,
+        expected_accel=coulomb_incline_acceleration(slope, mu),
+        x=x,
+        t=t,
+        solver=solver,
+    )
 
 
-def run_slide_to_stop(v0: float = 0.5, mu: float = 0.4, *, seconds: float = 0.5, size: float = 0.03, cells: int = 2, youngs: float = 2.0e5, solver_kwargs=None) -> dict:
+def run_slide_to_stop(
+    v0: float = 0.5,
+    mu: float = 0.4,
+    *,
+    seconds: float = 0.5,
+    size: float = 0.03,
+    cells: int = 2,
+    youngs: float = 2.0e5,
+    solver_kwargs=None,
+) -> dict:
     """Soft cube launched along the ground at v0 [m/s]. Reference: it stops after v0²/(2μg)."""
     b = ModelBuilder()
     soft_cube(b, size, cells, youngs=youngs, vel=(v0, 0.0, 0.0))
@@ -91,7 +135,12 @@ def run_slide_to_stop(v0: float = 0.5, mu: float = 0.4, *, seconds: float = 0.5,
     x0 = _com(state, model)[0]
     for _ in range(int(round(seconds / solver.dt))):
         solver.step(state)
-    return dict(distance=_com(state, model)[0] - x0, expected=v0**2 / (2 * mu * G), speed=float(np.linalg.norm(_com_vel(state, model))), solver=solver)
+    return dict(
+        distance=_com(state, model)[0] - x0,
+        expected=v0**2 / (2 * mu * G),
+        speed=float(np.linalg.norm(_com_vel(state, model))),
+        solver=solver,
+    )
 
 
 def implicit_euler_stop_distance(v0: float, mu: float, h: float, g: float = G) -> float:
@@ -125,7 +174,7 @@ def implicit_euler_thrown_block(pos, vel, mu, *, h: float, seconds: float, g: fl
             else:
                 m2 = np.array([mu1 * mu1, mu2 * mu2])
 
-                def slip(q):  # the weighted slip q that the end velocity u/(1 + λ_n μ²/q) has, minus q
+                def slip(q, u=u, m2=m2, normal=normal):  # the weighted slip of the end velocity u/(1 + λ_n μ²/q), − q
                     return float(np.sqrt((m2 * (u / (1.0 + normal * m2 / q)) ** 2).sum())) - q
 
                 lo, hi = 1e-300, float(np.sqrt((m2 * u * u).sum()))
@@ -158,7 +207,15 @@ def implicit_euler_pendulum(pivot, pos, vel, *, h: float, steps: int, gravity=(0
     return np.asarray(path)
 
 
-def drop_model(*, size: float = 0.06, cells: int = 3, youngs: float = 1.0e5, height: float = 0.05, side_speed: float = 0.3, mu: float = 0.5):
+def drop_model(
+    *,
+    size: float = 0.06,
+    cells: int = 3,
+    youngs: float = 1.0e5,
+    height: float = 0.05,
+    side_speed: float = 0.3,
+    mu: float = 0.5,
+):
     """The drop scene's model: a soft cube with its lower face ``height`` [m] above ground of friction ``mu``, thrown
     sideways at ``side_speed`` [m/s]."""
     b = ModelBuilder()
@@ -167,7 +224,17 @@ def drop_model(*, size: float = 0.06, cells: int = 3, youngs: float = 1.0e5, hei
     return b.finalize()
 
 
-def run_drop(*, seconds: float = 2.0, size: float = 0.06, cells: int = 3, youngs: float = 1.0e5, height: float = 0.05, side_speed: float = 0.3, mu: float = 0.5, solver_kwargs=None) -> dict:
+def run_drop(
+    *,
+    seconds: float = 2.0,
+    size: float = 0.06,
+    cells: int = 3,
+    youngs: float = 1.0e5,
+    height: float = 0.05,
+    side_speed: float = 0.3,
+    mu: float = 0.5,
+    solver_kwargs=None,
+) -> dict:
     """Soft cube dropped from ``height`` [m] with a sideways speed onto a frictional ground. Expected: finite, at rest,
     no deep penetration, not tipped over."""
     model = drop_model(size=size, cells=cells, youngs=youngs, height=height, side_speed=side_speed, mu=mu)
@@ -203,7 +270,15 @@ def cantilever_reference(cells=(30, 3, 3), size=(0.1, 0.01, 0.01), youngs=5.0e6,
     return float(-u[tip, 2].mean())
 
 
-def cantilever_model(*, cells=(30, 3, 3), size=(0.1, 0.01, 0.01), youngs: float = 5.0e6, poisson: float = 0.3, density: float = 1000.0, gravity=(0.0, 0.0, -G)):
+def cantilever_model(
+    *,
+    cells=(30, 3, 3),
+    size=(0.1, 0.01, 0.01),
+    youngs: float = 5.0e6,
+    poisson: float = 0.3,
+    density: float = 1000.0,
+    gravity=(0.0, 0.0, -G),
+):
     """The clamped beam: ``cantilever_mesh`` with the x = 0 face fixed; returns (model, mesh)."""
     b = ModelBuilder(gravity=gravity)
     mesh = cantilever_mesh(cells, size)
@@ -212,7 +287,17 @@ def cantilever_model(*, cells=(30, 3, 3), size=(0.1, 0.01, 0.01), youngs: float 
     return b.finalize(), mesh
 
 
-def run_cantilever(*, seconds: float = 4.0, cells=(30, 3, 3), size=(0.1, 0.01, 0.01), youngs: float = 5.0e6, poisson: float = 0.3, density: float = 1000.0, solver_kwargs=None, record_every: int = 0) -> dict:
+def run_cantilever(
+    *,
+    seconds: float = 4.0,
+    cells=(30, 3, 3),
+    size=(0.1, 0.01, 0.01),
+    youngs: float = 5.0e6,
+    poisson: float = 0.3,
+    density: float = 1000.0,
+    solver_kwargs=None,
+    record_every: int = 0,
+) -> dict:
     """Beam clamped at x = 0 sagging under its weight; tip deflection [m] and its swing over the last 0.5 s."""
     model, mesh = cantilever_model(cells=cells, size=size, youngs=youngs, poisson=poisson, density=density)
     state = model.state()
@@ -226,10 +311,25 @@ def run_cantilever(*, seconds: float = 4.0, cells=(30, 3, 3), size=(0.1, 0.01, 0
         if k >= n - tail or (record_every and k % record_every == 0):
             history.append(float(mesh.vertices[tip, 2].mean() - state.particle_q.numpy()[tip, 2].mean()))
     last = np.asarray(history[-tail:])
-    return dict(tip=last[-1], swing=float(last.max() - last.min()), history=np.asarray(history), solver=solver, state=state, model=model)
+    return dict(
+        tip=last[-1],
+        swing=float(last.max() - last.min()),
+        history=np.asarray(history),
+        solver=solver,
+        state=state,
+        model=model,
+    )
 
 
-def run_box_stack(*, seconds: float = 10.0, count: int = 3, offset: float = 0.003, half: float = 0.05, mu: float = 0.6, solver_kwargs=None) -> dict:
+def run_box_stack(
+    *,
+    seconds: float = 10.0,
+    count: int = 3,
+    offset: float = 0.003,
+    half: float = 0.05,
+    mu: float = 0.6,
+    solver_kwargs=None,
+) -> dict:
     """Rigid boxes stacked with a sideways offset per level; they must stay stacked (a static problem)."""
     b = ModelBuilder()
     for k in range(count):
@@ -245,7 +345,14 @@ def run_box_stack(*, seconds: float = 10.0, count: int = 3, offset: float = 0.00
         solver.step(state)
         lowest = np.minimum(lowest, state.body_q.numpy()[:, 2] - rest)
     q = state.body_q.numpy()
-    return dict(q=q, sink=float(-lowest.min()), height_error=float(np.abs(q[:, 2] - rest).max()), shift=float(np.abs(np.diff(q[:, 0])).max()), speed=float(np.abs(state.body_qd.numpy()).max()), solver=solver)
+    return dict(
+        q=q,
+        sink=float(-lowest.min()),
+        height_error=float(np.abs(q[:, 2] - rest).max()),
+        shift=float(np.abs(np.diff(q[:, 0])).max()),
+        speed=float(np.abs(state.body_qd.numpy()).max()),
+        solver=solver,
+    )
 
 
 def run_held_link(config, pressure_psi, *, seconds: float = 1.5, ramp: float = 0.5, solver_kwargs=None) -> dict:
@@ -267,7 +374,14 @@ def run_held_link(config, pressure_psi, *, seconds: float = 1.5, ramp: float = 0
     mesh = link_mesh(c.link_length, c.link_radius, c.sections, c.inner_ring)
     youngs, density = link_material(c)
     b = ModelBuilder(gravity=(0.0, 0.0, 0.0))
-    ids = b.add_soft_mesh(mesh.vertices, mesh.tets, density=density, youngs_modulus=youngs, poisson_ratio=c.poisson_ratio, damping=c.material_damping)
+    ids = b.add_soft_mesh(
+        mesh.vertices,
+        mesh.tets,
+        density=density,
+        youngs_modulus=youngs,
+        poisson_ratio=c.poisson_ratio,
+        damping=c.material_damping,
+    )
     last = int(mesh.section.max())
     chamber = []
     for pairs in (mesh.layer_pairs, mesh.perimeter_pairs):
@@ -281,7 +395,11 @@ def run_held_link(config, pressure_psi, *, seconds: float = 1.5, ramp: float = 0
         chamber.append(int(ch))
     b.fix_particles(ids[mesh.section == 0])
     half = np.array([c.carriage_length, c.carriage_width, c.carriage_height]) / 2
-    inertia = c.carriage_mass / 3.0 * np.array([half[1] ** 2 + half[2] ** 2, half[0] ** 2 + half[2] ** 2, half[0] ** 2 + half[1] ** 2])
+    inertia = (
+        c.carriage_mass
+        / 3.0
+        * np.array([half[1] ** 2 + half[2] ** 2, half[0] ** 2 + half[2] ** 2, half[0] ** 2 + half[1] ** 2])
+    )
     end = b.add_body((c.link_length + c.carriage_length / 2, 0.0, 0.0), mass=c.carriage_mass, inertia=inertia)
     for v in np.nonzero(mesh.section == last)[0]:
         b.add_attachment(int(ids[v]), end)

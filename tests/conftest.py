@@ -3,6 +3,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from softsnake.sim.model import quiet_warp
 
 quiet_warp()
