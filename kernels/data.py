@@ -218,6 +218,7 @@ class StepData:
     particle_f: wp.array(dtype=wp.vec3)
     body_f: wp.array(dtype=wp.spatial_vector)
     distance_scale: wp.array(dtype=float)
+    shape_mu: wp.array(dtype=wp.vec2)  # static shapes' friction per world (worlds · shapes)
     # particles: x⁻, v⁻, the iterate v, impulse scratch, the friction impulse carried to the next step
     x_start: wp.array(dtype=wp.vec3)
     v_start: wp.array(dtype=wp.vec3)

@@ -137,6 +137,7 @@ def project_friction(
     tid: int,
     m: ModelData,
     jac: Jacobian,
+    shape_mu: wp.array(dtype=wp.vec2),
     lam: wp.array(dtype=float),
     delta: wp.array(dtype=float),
     contact_lam_n_prev: wp.array(dtype=float),
@@ -156,7 +157,7 @@ def project_friction(
         contact_lam_n_prev[tid] = 0.0
         return
     s = jac.contact_shape[tid]
-    projected = cone_projected(lam[row0], lam[row0 + 1], m.shape_mu[s], lam_n)
+    projected = cone_projected(lam[row0], lam[row0 + 1], shape_mu[w * m.shape_count + s], lam_n)
     n1 = projected[0]
     n2 = projected[1]
     d1 = n1 - lam[row0]

@@ -60,9 +60,10 @@ def target_params(m: ModelData, b: BodyData, t: int) -> wp.vec3:
 
 
 @wp.func
-def target_mu(m: ModelData, b: BodyData, t: int) -> wp.vec2:
+def target_mu(m: ModelData, b: BodyData, shape_mu: wp.array(dtype=wp.vec2), w: int, t: int) -> wp.vec2:
+    """Friction (μ along t1, t2) of target t in world w: a static shape's from the per-world ``shape_mu``."""
     if t < m.shape_count:
-        return m.shape_mu[t]
+        return shape_mu[w * m.shape_count + t]
     return b.body_shape_mu[b.target_body_shape[t - m.shape_count]]
 
 
@@ -85,6 +86,7 @@ def assemble_body_contact(
     bx_start: wp.array(dtype=wp.transform),
     bv_lin: wp.array(dtype=wp.spatial_vector),
     bv: wp.array(dtype=wp.spatial_vector),
+    shape_mu: wp.array(dtype=wp.vec2),
     lam_n_prev: wp.array(dtype=float),
     lam: wp.array(dtype=float),
     bjac: BodyJacobian,
@@ -143,7 +145,7 @@ def assemble_body_contact(
         # friction frame and coefficients
         fs = b.feature_shape[f]
         fmu = b.body_shape_mu[fs]
-        tmu = target_mu(m, b, t)
+        tmu = target_mu(m, b, shape_mu, w, t)
         frame = wp.mat33()
         mu = wp.vec2()
         if b.body_shape_type[fs] == SHAPE_CYLINDER:

@@ -111,7 +111,7 @@ def particle_elements_linearise(w: int, lane: int, first: int, last: int, m_rows
     for e in range(first + lane, last, wp.block_dim()):
         assemble_particle_element(
             w * n + e, m_rows, s.contact, s.h, 0, 1, 0, s.x_start, s.v_start, s.v, s.distance_scale,
-            s.contact_lam_n_prev, s.lam, s.jac, s.rhs, s.diag, s.scratch_residual, 0, s.tet_force,
+            s.shape_mu, s.contact_lam_n_prev, s.lam, s.jac, s.rhs, s.diag, s.scratch_residual, 0, s.tet_force,
         )
 
 
@@ -124,7 +124,7 @@ def particle_elements_assemble(
     for e in range(first + lane, last, wp.block_dim()):
         assemble_particle_element(
             w * n + e, m_rows, s.contact, s.h, newton_iteration, 0, primal_fem, s.x_start, s.v_start, s.v,
-            s.distance_scale, s.contact_lam_n_prev, s.lam, s.jac, s.rhs, s.diag, residual_sq, residual_base, s.tet_force,
+            s.distance_scale, s.shape_mu, s.contact_lam_n_prev, s.lam, s.jac, s.rhs, s.diag, residual_sq, residual_base, s.tet_force,
         )
 
 
@@ -211,7 +211,7 @@ def contact_gather(
 def contact_project(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, active_index: int, bodies: int):
     n = m.contact_count
     for k in range(lane, n, wp.block_dim()):
-        project_friction(w * n + k, m, s.jac, s.lam, s.dlam, s.contact_lam_n_prev, s.active_contacts, active_index)
+        project_friction(w * n + k, m, s.jac, s.shape_mu, s.lam, s.dlam, s.contact_lam_n_prev, s.active_contacts, active_index)
 
 
 # ---------------------------------------------------------------- attachments and joints (kernels/rigid.py)
@@ -312,7 +312,7 @@ def body_contact_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s: 
     n = b.body_contact_count
     for k in range(lane, n, wp.block_dim()):
         assemble_body_contact(
-            w * n + k, m_rows, b, s.contact, s.h, 0, 1, s.body_x_start, s.body_v_start, s.body_v,
+            w * n + k, m_rows, b, s.contact, s.h, 0, 1, s.body_x_start, s.body_v_start, s.body_v, s.shape_mu,
             s.body_contact_lam_n_prev, s.lam, s.bjac, s.jac.row_compliance, s.rhs, s.diag, s.scratch_residual, 0,
         )
 
@@ -326,7 +326,7 @@ def body_contact_assemble(
     for k in range(lane, n, wp.block_dim()):
         assemble_body_contact(
             w * n + k, m_rows, b, s.contact, s.h, newton_iteration, 0, s.body_x_start, s.body_v_start, s.body_v,
-            s.body_contact_lam_n_prev, s.lam, s.bjac, s.jac.row_compliance, s.rhs, s.diag, residual_sq, residual_base,
+            s.shape_mu, s.body_contact_lam_n_prev, s.lam, s.bjac, s.jac.row_compliance, s.rhs, s.diag, residual_sq, residual_base,
         )
 
 

@@ -46,6 +46,7 @@ def assemble_particle_element(
     v_lin: wp.array(dtype=wp.vec3),
     v: wp.array(dtype=wp.vec3),
     distance_scale: wp.array(dtype=float),
+    shape_mu: wp.array(dtype=wp.vec2),
     contact_lam_n_prev: wp.array(dtype=float),
     lam: wp.array(dtype=float),
     jac: Jacobian,
@@ -59,7 +60,8 @@ def assemble_particle_element(
     linearisation point x⁻ + h·v_lin (``jac``) and write no rows. linearise = 0: write the rows (right-hand side −φ at
     the iterate x⁻ + h·v, Schur diagonal, compliance) with the step's frozen Jacobians (a chord Newton method,
     docs/solver.md); residual_sq[residual_base + w] += Σφ². Primal FEM (primal_fem = 1): the tet's impulse is the
-    constitutive one, J_tᵀλ_t per vertex goes to ``tet_force``."""
+    constitutive one, J_tᵀλ_t per vertex goes to ``tet_force``. ``shape_mu``: the static shapes' friction of every world
+    (worlds · shapes, Control.shape_mu)."""
     w = tid // m.element_count
     e = tid - w * m.element_count
     pbase = w * m.particle_count
@@ -200,7 +202,7 @@ def assemble_particle_element(
             sd = shape_signed_distance(m.shape_type[s], m.shape_pos[s], m.shape_rot[s], m.shape_params[s], x)
             gap = sd[0] - m.particle_radius[p]
             res = assemble_contact_rows(
-                row0, frame, vp, gap / h, inv_m, inv_m, inv_m, m.shape_mu[s], contact_lam_n_prev[k], newton_iteration,
+                row0, frame, vp, gap / h, inv_m, inv_m, inv_m, shape_mu[w * m.shape_count + s], contact_lam_n_prev[k], newton_iteration,
                 contact, lam, jac.row_compliance, rhs, diag,
             )
     if res > 0.0:

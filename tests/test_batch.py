@@ -107,3 +107,61 @@ def test_captured_step_replays_the_eager_step_exactly(monkeypatch):
         results.append((state.particle_q.numpy(), other.particle_q.numpy()))
     for eager, captured in zip(*results):
         np.testing.assert_array_equal(eager, captured)
+
+
+def test_a_reset_world_steps_as_in_a_new_model_and_the_others_are_untouched():
+    """Solver.reset_worlds + Model.reset_worlds: a world set back mid-run then steps bit for bit as the same world of a
+    freshly built model, and the world beside it as if nothing happened (the per-world reset of a learning
+    environment)."""
+    import softsnake as ss
+    from softsnake.scenes import soft_slab_with_rigid_chain
+
+    def steps(solver, state, n):
+        for _ in range(n):
+            solver.step(state)
+
+    model = soft_slab_with_rigid_chain(cells=(6, 2, 2)).finalize(device=TEST_DEVICE, worlds=2)
+    state, solver = model.state(), ss.Solver(model)
+    reference_state, reference = model.state(), ss.Solver(model)
+    steps(solver, state, 20)
+    steps(reference, reference_state, 20)
+    solver.reset_worlds([1])
+    model.reset_worlds(state, [1])
+    steps(solver, state, 15)
+    steps(reference, reference_state, 15)
+    fresh_state, fresh = model.state(), ss.Solver(model)
+    steps(fresh, fresh_state, 15)
+    n, nb = model.particle_count, model.body_count
+    for name, per in (("particle_q", n), ("particle_qd", n), ("body_q", nb), ("body_qd", nb)):
+        now, ref, new = (getattr(st, name).numpy() for st in (state, reference_state, fresh_state))
+        assert np.array_equal(now[:per], ref[:per]), name  # world 0 untouched by the reset of world 1
+        assert np.array_equal(now[per:], new[per:]), name  # world 1 as in a new model
+        assert not np.array_equal(now[per:], ref[per:]), name  # and the reset changed it: not vacuous
+
+
+def test_per_world_ground_friction_equals_a_model_built_with_it():
+    """Control.shape_mu gives each world its own static-shape friction: a cube pushed along the ground in a world
+    whose ground has μ = 0.2 slides as in a model built with μ = 0.2, bit for bit, and farther than its neighbour
+    on μ = 0.6."""
+    import softsnake as ss
+    from softsnake import validation as V
+
+    def pushed(mu: float, worlds: int):
+        b = ss.ModelBuilder()
+        V.soft_cube(b, 0.03, 2, youngs=2e5, vel=(0.5, 0.0, 0.0))
+        b.add_ground_plane(mu=mu)
+        model = b.finalize(device=TEST_DEVICE, worlds=worlds)
+        return model, model.state(), model.control(), ss.Solver(model)
+
+    model, state, control, solver = pushed(0.6, 2)
+    mu = control.shape_mu.numpy()
+    mu[1] = (0.2, 0.2)  # world 1's ground
+    control.shape_mu.assign(mu)
+    alone_model, alone, _, alone_solver = pushed(0.2, 1)
+    for _ in range(30):
+        solver.step(state, control)
+        alone_solver.step(alone)
+    n = model.particle_count
+    q = state.particle_q.numpy()
+    assert np.array_equal(q[n:], alone.particle_q.numpy())
+    assert q[n:, 0].mean() > q[:n, 0].mean() + 0.01  # the slipperier ground lets it slide farther

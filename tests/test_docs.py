@@ -163,8 +163,6 @@ def test_docs_command_runs(command, workdir, monkeypatch, capfd):
 
 
 # ------------------------------------------------------------------------------------------------ what docs may cite
-#: docs/solver.md is rewritten with the solver (its history, citations and paths are checked once it is)
-CHECKED_DOCS = [d for d in DOCS if d.name != "solver.md"]
 #: a commit hash: 7–40 hex digits with at least one digit and one letter, standing alone
 HASH = re.compile(r"(?<![\w./-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])")
 #: a path inside the repository, as the docs write them in backticks
@@ -175,7 +173,7 @@ def test_readme_is_short():
     assert len((ROOT / "README.md").read_text().splitlines()) <= 150
 
 
-@pytest.mark.parametrize("doc", CHECKED_DOCS, ids=lambda d: d.name)
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: d.name)
 def test_docs_cite_only_what_a_user_can_open(doc):
     text = doc.read_text()
     assert not HASH.findall(text), f"{doc.name}: commit hashes {HASH.findall(text)[:5]} (history belongs in git)"

@@ -68,12 +68,15 @@ class Control:
     particle_f: external force per particle [N] (vec3, worlds·n); distance_rest_scale: per-world multiplier of each
     distance constraint's rest length (1 = unactuated; the pneumatic actuation sets ε(p) = 1 + p/Y here; a negative value,
     e.g. ``kernels.schur.DISTANCE_OFF``, switches the constraint off in that world: no force, its multiplier released);
-    body_f: external (force [N], torque [N m]) per body about its centre of mass, world frame (spatial_vector)."""
+    body_f: external (force [N], torque [N m]) per body about its centre of mass, world frame (spatial_vector);
+    shape_mu: friction coefficients (μ along the shape's t1, t2) of every static shape in every world (vec2,
+    worlds·shapes; starts at the built values), e.g. a different ground per world."""
 
-    def __init__(self, particle_f: wp.array, distance_rest_scale: wp.array, body_f: wp.array):
+    def __init__(self, particle_f: wp.array, distance_rest_scale: wp.array, body_f: wp.array, shape_mu: wp.array):
         self.particle_f = particle_f
         self.distance_rest_scale = distance_rest_scale
         self.body_f = body_f
+        self.shape_mu = shape_mu
 
 
 def default_contact_capacity(particles: int, shapes: int) -> int:
@@ -336,13 +339,34 @@ class Model:
             wp.array(self._body_qd0, dtype=wp.spatial_vector, device=self.device),
         )
 
+    def reset_worlds(self, state: State, worlds) -> None:
+        """Set the worlds ``worlds`` (indices) of ``state`` back to the built initial positions and velocities,
+        leaving the other worlds untouched (pair with ``Solver.reset_worlds``)."""
+        chosen = np.unique(np.asarray(worlds, dtype=np.int64).ravel())
+        if chosen.size and (chosen.min() < 0 or chosen.max() >= self.worlds):
+            raise ValueError(f"worlds must lie in [0, {self.worlds}), got {chosen.tolist()}")
+        initial = self.state()
+        for name in ("particle_q", "particle_qd", "body_q", "body_qd"):
+            values, start = getattr(state, name).numpy(), getattr(initial, name).numpy()
+            per_world = values.shape[0] // self.worlds
+            rows = (chosen[:, None] * per_world + np.arange(per_world)[None, :]).ravel()
+            values[rows] = start[rows]
+            getattr(state, name).assign(values)
+
     def control(self) -> Control:
         """New Control: zero external forces, unit rest-length scales."""
         return Control(
             wp.zeros(self.worlds * self.particle_count, dtype=wp.vec3, device=self.device),
             wp.ones(self.worlds * self.distance_count, dtype=float, device=self.device),
             wp.zeros(self.worlds * self.body_count, dtype=wp.spatial_vector, device=self.device),
+            self.shape_friction(),
         )
+
+    def shape_friction(self) -> wp.array:
+        """The built static shapes' friction coefficients for every world (worlds·shapes, vec2): Control.shape_mu's
+        start value."""
+        mu = self.data.shape_mu.numpy().reshape(-1, 2)
+        return wp.array(np.tile(mu, (self.worlds, 1)).reshape(-1, 2), dtype=wp.vec2, device=self.device)
 
     def __repr__(self) -> str:
         return (

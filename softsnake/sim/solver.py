@@ -262,6 +262,7 @@ class Solver:
         self._no_force = wp.zeros(np_, dtype=wp.vec3, device=dev)
         self._unit_scale = wp.ones(W * m.distance_count, dtype=float, device=dev)
         self._no_wrench = wp.zeros(nb, dtype=wp.spatial_vector, device=dev)
+        self._built_friction = m.shape_friction()
         return s
 
     # the step's buffers under their read-back names (diagnostics, checkpoints, tests)
@@ -285,8 +286,9 @@ class Solver:
         s.particle_f = control.particle_f if control is not None else self._no_force
         s.distance_scale = control.distance_rest_scale if control is not None else self._unit_scale
         s.body_f = control.body_f if control is not None else self._no_wrench
+        s.shape_mu = control.shape_mu if control is not None else self._built_friction
         if self._use_graph():
-            inputs = (s.particle_q, s.particle_qd, s.body_q, s.body_qd, s.particle_f, s.distance_scale, s.body_f)
+            inputs = (s.particle_q, s.particle_qd, s.body_q, s.body_qd, s.particle_f, s.distance_scale, s.body_f, s.shape_mu)
             key = tuple(a.ptr for a in inputs)
             if self._graph is None or self._graph_key != key:
                 # this step runs eagerly (which also loads the kernel modules); the capture only records the launches
@@ -385,6 +387,25 @@ class Solver:
             if v.shape != want:
                 raise ValueError(f"solver state {k!r} has shape {v.shape}, this model needs {want}")
             a.assign(v.astype(a.numpy().dtype))
+
+    def reset_worlds(self, worlds) -> None:
+        """Give the worlds ``worlds`` (indices) the carried solver state of a freshly built solver (zero multipliers,
+        an empty contact list, nothing carried), leaving the other worlds untouched; with their State set back too
+        (``State.reset_worlds``), those worlds then step exactly as in a new model. One host round trip per array."""
+        W = self.model.worlds
+        chosen = np.unique(np.asarray(worlds, dtype=np.int64).ravel())
+        if chosen.size == 0:
+            return
+        if chosen.min() < 0 or chosen.max() >= W:
+            raise ValueError(f"worlds must lie in [0, {W}), got {chosen.tolist()}")
+        fresh = {"contact_particle": -1, "contact_shape": -1}  # everything else starts at zero
+        for name, a in self._carried_arrays().items():
+            values = a.numpy()
+            per_world = values.shape[0] // W
+            rows = (chosen[:, None] * per_world + np.arange(per_world)[None, :]).ravel()
+            values[rows] = fresh.get(name, 0)
+            a.assign(values)
+        self.diverged_worlds.difference_update(int(w) for w in chosen)
 
     # ------------------------------------------------------------- read-backs
     def diagnostics(self) -> StepDiagnostics:
