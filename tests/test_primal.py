@@ -73,7 +73,7 @@ def test_minres_solution_matches_a_direct_solve():
     n = model.particle_count
     direct = np.linalg.lstsq(K, b, rcond=None)[0]  # least squares: redundant attachments make K singular
     dv = slice(0, 3 * n)
-    assert np.linalg.norm(x[dv] - direct[dv]) < 1e-2 * np.linalg.norm(direct[dv])  # measured 2.8e-3
+    assert np.linalg.norm(x[dv] - direct[dv]) < 8.4e-3 * np.linalg.norm(direct[dv])  # measured 2.8e-3
     # 400 iterations against a layout of linear_iterations + 1 slots per Newton iteration: the final residual is
     # recorded in the last slot of this iteration's block (it was written 380 slots past it, outside the array)
     L, W = solver.config.linear_iterations, model.worlds
