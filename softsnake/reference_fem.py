@@ -1,4 +1,4 @@
-"""Independent references for validation: a linear-elasticity FEM solve (scipy sparse direct, imported on use) and beam theory."""
+"""Independent references for validation: a linear-elasticity FEM solve (scipy sparse direct) and beam theory."""
 
 from __future__ import annotations
 
@@ -9,32 +9,42 @@ import scipy.sparse.linalg as spla
 PSI = 6894.757  # Pa per psi
 
 
-def linear_tet_stiffness(vertices: np.ndarray, tets: np.ndarray, youngs: float, nu: float) -> sp.csr_matrix:
-    """Global stiffness K of constant-strain tets (standard B-matrix formulation, engineering shear strains)."""
+def linear_tet_element_stiffness(vertices: np.ndarray, tets: np.ndarray, youngs: float, nu: float) -> np.ndarray:
+    """Element stiffness matrices (m, 12, 12) of constant-strain tets (standard B-matrix formulation, engineering shear
+    strains), dofs ordered (vertex, axis)."""
     lam = youngs * nu / ((1 + nu) * (1 - 2 * nu))
     mu = youngs / (2 * (1 + nu))
     D = np.zeros((6, 6))
     D[:3, :3] = lam
     D[np.arange(3), np.arange(3)] += 2 * mu
     D[3:, 3:] = np.eye(3) * mu
-    rows, cols, vals = [], [], []
-    for tet in tets:
-        X = vertices[tet]
+    out = np.empty((len(tets), 12, 12))
+    for k, tet in enumerate(tets):
         M = np.ones((4, 4))
-        M[:, 1:] = X
+        M[:, 1:] = vertices[tet]
         V = abs(np.linalg.det(M)) / 6.0
         grads = np.linalg.inv(M)[1:, :].T  # (4, 3): ∇N_a
         B = np.zeros((6, 12))
         for a in range(4):
             gx, gy, gz = grads[a]
             B[:, 3 * a : 3 * a + 3] = [[gx, 0, 0], [0, gy, 0], [0, 0, gz], [0, gz, gy], [gz, 0, gx], [gy, gx, 0]]
-        Ke = V * B.T @ D @ B
-        dofs = (3 * np.asarray(tet)[:, None] + np.arange(3)).ravel()
-        rows.append(np.repeat(dofs, 12))
-        cols.append(np.tile(dofs, 12))
-        vals.append(Ke.ravel())
-    n = 3 * len(vertices)
-    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+        out[k] = V * B.T @ D @ B
+    return out
+
+
+def assemble_tet_matrices(tets: np.ndarray, blocks: np.ndarray, particle_count: int) -> sp.csr_matrix:
+    """Global (3n, 3n) matrix from per-tet (m, 12, 12) blocks."""
+    dofs = (3 * np.asarray(tets)[:, :, None] + np.arange(3)).reshape(len(tets), 12)
+    rows = np.repeat(dofs, 12, axis=1).ravel()
+    cols = np.tile(dofs, (1, 12)).ravel()
+    n = 3 * particle_count
+    return sp.csr_matrix((blocks.ravel(), (rows, cols)), shape=(n, n))
+
+
+def linear_tet_stiffness(vertices: np.ndarray, tets: np.ndarray, youngs: float, nu: float) -> sp.csr_matrix:
+    """Global stiffness K of constant-strain tets (standard B-matrix formulation, engineering shear strains)."""
+    vertices = np.asarray(vertices, dtype=np.float64)
+    return assemble_tet_matrices(tets, linear_tet_element_stiffness(vertices, tets, youngs, nu), len(vertices))
 
 
 def linear_fem_displacement(vertices, tets, youngs, nu, density, gravity, fixed) -> np.ndarray:
@@ -67,7 +77,8 @@ def cantilever_tip_deflection(length, width, depth, youngs, nu, density, g) -> f
 def link_static_curvature(config, pressure_psi: float) -> float:
     """Static curvature [1/m] of one free soft link (``robots.snake_link`` mesh and constraint families) with chamber 0
     at gauge ``pressure_psi`` (chamber 1 for a negative value), from one sparse direct solve of the linearised model:
-    linear tets (``link_material``'s E, ν of ``config``), the layer and perimeter rows as hard linear constraints (Lagrange multipliers),
+    linear tets (``link_material``'s E, ν of ``config``), the layer and perimeter rows as hard linear constraints
+    (Lagrange multipliers),
     the pressurised chamber's actuation rows as springs of stiffness 1/compliance whose rest length is scaled by
     ε(p) = 1 + p/Y (Eq. 4; the vented chamber's are off, as in ``SnakeSim``).
     The first cross-section is clamped and the last one moves as a rigid body (the carriages' attachments); no
@@ -130,4 +141,3 @@ def link_static_curvature(config, pressure_psi: float) -> float:
     rhs = np.concatenate([T.T @ f, np.zeros(Hr.shape[0])])
     sol = spla.spsolve(kkt, rhs)
     return float(sol[base + 5]) / c.link_length
-

@@ -1,9 +1,12 @@
 """Validation scenes at the real-time budget (h = 1/120 s, 4 Newton × 20 PCR) with their independent references.
 
 Each ``run_*`` function builds a scene through the public API, simulates it with the given solver settings and returns
-a dict of measured quantities next to the analytic/independent value they are checked against. The tests
-(``tests/test_realtime.py``) and the convergence benchmark (``benchmarks/convergence.py``) use the same functions, so a
-number in the docs and an assertion in a test come from one place.
+a dict of measured quantities next to the analytic/independent value they are checked against; the ``*_model``
+functions build the scenes alone and the ``implicit_euler_*`` functions are discrete references (what implicit Euler at
+step h gives, where that differs from the continuous formula). The tests (``tests/test_realtime.py`` and others), the
+convergence benchmark (``benchmarks/convergence.py``) and the comparison with Newton's VBD
+(``benchmarks/compare_newton.py``) use the same functions, so a number in the docs and an assertion in a test come from
+one place.
 """
 
 from __future__ import annotations
@@ -24,10 +27,29 @@ def incline_gravity(slope: float, g: float = G) -> tuple[float, float, float]:
     return (g * np.sin(theta), 0.0, -g * np.cos(theta))
 
 
-def soft_cube(b: ModelBuilder, size: float, cells: int, *, youngs: float, density: float = 1000.0, poisson: float = 0.3, z: float = 0.0, vel=(0.0, 0.0, 0.0), damping: float = 0.0) -> np.ndarray:
+def soft_cube(
+    b: ModelBuilder,
+    size: float,
+    cells: int,
+    *,
+    youngs: float,
+    density: float = 1000.0,
+    poisson: float = 0.3,
+    z: float = 0.0,
+    vel=(0.0, 0.0, 0.0),
+    damping: float = 0.0,
+) -> np.ndarray:
     """A soft cube of edge ``size`` [m] meshed with cells³ cubes (6 tets each), lower face at height z [m]."""
     mesh = box_tet_mesh((size, size, size), (cells, cells, cells), origin=(-size / 2, -size / 2, z))
-    return b.add_soft_mesh(mesh.vertices, mesh.tets, density=density, youngs_modulus=youngs, poisson_ratio=poisson, vel=vel, damping=damping)
+    return b.add_soft_mesh(
+        mesh.vertices,
+        mesh.tets,
+        density=density,
+        youngs_modulus=youngs,
+        poisson_ratio=poisson,
+        vel=vel,
+        damping=damping,
+    )
 
 
 def _com(state, model) -> np.ndarray:
@@ -40,12 +62,39 @@ def _com_vel(state, model) -> np.ndarray:
     return np.average(v, axis=0, weights=model.particle_mass)
 
 
-def run_incline(slope: float, mu: float, *, seconds: float = 1.0, size: float = 0.03, cells: int = 2, youngs: float = 2.0e5, solver_kwargs=None) -> dict:
-    """Soft cube on an incline (tan θ = slope). Reference: sticks iff slope ≤ μ, else a = g(sin θ − μ cos θ)."""
+def incline_model(slope: float, mu, *, size: float = 0.03, cells: int = 2, youngs: float = 2.0e5):
+    """The incline scene's model: a soft cube of edge ``size`` [m] resting on ground of friction ``mu`` under the
+    gravity of an incline with tan θ = slope."""
     b = ModelBuilder(gravity=incline_gravity(slope))
     soft_cube(b, size, cells, youngs=youngs)
     b.add_ground_plane(mu=mu)
-    model = b.finalize()
+    return b.finalize()
+
+
+def coulomb_incline_acceleration(slope: float, mu: float, g: float = G) -> float:
+    """Coulomb's law on an incline with tan θ = slope: a = g(sin θ − μ cos θ) when sliding, 0 when it sticks [m/s²]."""
+    theta = np.arctan(slope)
+    return max(g * (np.sin(theta) - mu * np.cos(theta)), 0.0)
+
+
+def fitted_acceleration(t: np.ndarray, x: np.ndarray, start: float) -> float:
+    """Acceleration [m/s²] of a parabola fitted to x(t) for t ≥ start (after the contact has settled)."""
+    late = t >= start
+    return float(2.0 * np.polyfit(t[late], x[late], 2)[0])
+
+
+def run_incline(
+    slope: float,
+    mu: float,
+    *,
+    seconds: float = 1.0,
+    size: float = 0.03,
+    cells: int = 2,
+    youngs: float = 2.0e5,
+    solver_kwargs=None,
+) -> dict:
+    """Soft cube on an incline (tan θ = slope). Reference: sticks iff slope ≤ μ, else a = g(sin θ − μ cos θ)."""
+    model = incline_model(slope, mu, size=size, cells=cells, youngs=youngs)
     state = model.state()
     solver = Solver(model, **{**REALTIME, **(solver_kwargs or {})})
     n = int(round(seconds / solver.dt))
@@ -55,14 +104,27 @@ def run_incline(slope: float, mu: float, *, seconds: float = 1.0, size: float = 
         solver.step(state)
         x[k + 1] = _com(state, model)[0]
     t = np.arange(n + 1) * solver.dt
-    theta = np.arctan(slope)
-    expected = max(G * (np.sin(theta) - mu * np.cos(theta)), 0.0)
-    late = t >= 0.3 * seconds
-    accel = 2.0 * np.polyfit(t[late], x[late], 2)[0]
-    return dict(drift=abs(x[-1] - x[0]), accel=accel, expected_accel=expected, solver=solver)
+    accel = fitted_acceleration(t, x, 0.3 * seconds)
+    return dict(
+        drift=abs(x[-1] - x[0]),
+        accel=accel,
+        expected_accel=coulomb_incline_acceleration(slope, mu),
+        x=x,
+        t=t,
+        solver=solver,
+    )
 
 
-def run_slide_to_stop(v0: float = 0.5, mu: float = 0.4, *, seconds: float = 0.5, size: float = 0.03, cells: int = 2, youngs: float = 2.0e5, solver_kwargs=None) -> dict:
+def run_slide_to_stop(
+    v0: float = 0.5,
+    mu: float = 0.4,
+    *,
+    seconds: float = 0.5,
+    size: float = 0.03,
+    cells: int = 2,
+    youngs: float = 2.0e5,
+    solver_kwargs=None,
+) -> dict:
     """Soft cube launched along the ground at v0 [m/s]. Reference: it stops after v0²/(2μg)."""
     b = ModelBuilder()
     soft_cube(b, size, cells, youngs=youngs, vel=(v0, 0.0, 0.0))
@@ -73,16 +135,109 @@ def run_slide_to_stop(v0: float = 0.5, mu: float = 0.4, *, seconds: float = 0.5,
     x0 = _com(state, model)[0]
     for _ in range(int(round(seconds / solver.dt))):
         solver.step(state)
-    return dict(distance=_com(state, model)[0] - x0, expected=v0**2 / (2 * mu * G), speed=float(np.linalg.norm(_com_vel(state, model))), solver=solver)
+    return dict(
+        distance=_com(state, model)[0] - x0,
+        expected=v0**2 / (2 * mu * G),
+        speed=float(np.linalg.norm(_com_vel(state, model))),
+        solver=solver,
+    )
 
 
-def run_drop(*, seconds: float = 2.0, size: float = 0.06, cells: int = 3, youngs: float = 1.0e5, height: float = 0.05, side_speed: float = 0.3, mu: float = 0.5, solver_kwargs=None) -> dict:
-    """Soft cube dropped from ``height`` [m] with a sideways speed onto a frictional ground. Expected: finite, at rest,
-    no deep penetration, not tipped over."""
+def implicit_euler_stop_distance(v0: float, mu: float, h: float, g: float = G) -> float:
+    """Distance [m] a block launched at v0 [m/s] slides on ground of friction μ under implicit Euler with step h: the
+    velocity after step k is max(v0 − kμgh, 0) and each step moves h times it, x = h Σ_k max(v0 − kμgh, 0) (the
+    discrete counterpart of v0²/(2μg), shorter by about v0·h/2)."""
+    k = np.arange(1, int(np.ceil(v0 / (mu * g * h))) + 1)
+    return float(h * np.maximum(v0 - k * mu * g * h, 0.0).sum())
+
+
+def implicit_euler_thrown_block(pos, vel, mu, *, h: float, seconds: float, g: float = G) -> np.ndarray:
+    """Trajectory (steps + 1, 3) [m] of a rigid block's lowest point thrown at ``vel`` [m/s] from ``pos`` [m] onto z = 0
+    ground, as implicit Euler steps a point mass with an inelastic, frictional contact: each step the normal impulse
+    keeps z ≥ 0 and the friction impulse is Coulomb's maximal-dissipation one for the elliptic cone
+    |(λ1/μ1, λ2/μ2)| ≤ λ_n (x and y the cone's axes), evaluated at the end-of-step velocity: it sticks when stopping it
+    needs no more than the cone holds, else u'_k = u_k / (1 + λ_n μ_k²/q) with q = √(μ1²u'1² + μ2²u'2²) (per unit
+    mass). The Coulomb impact prediction for a block that neither bounces nor tips."""
+    mu1, mu2 = (float(mu), float(mu)) if np.ndim(mu) == 0 else map(float, mu)
+    x, v = np.array(pos, dtype=np.float64), np.array(vel, dtype=np.float64)
+    path = [x.copy()]
+    for _ in range(int(round(seconds / h))):
+        v[2] -= g * h
+        normal = 0.0
+        if x[2] + h * v[2] < 0.0:
+            normal = -x[2] / h - v[2]  # normal impulse per unit mass that lands the block on z = 0
+            v[2] = -x[2] / h
+        u = v[:2].copy()
+        if normal > 0.0 and np.any(u != 0.0):
+            if np.hypot(u[0] / mu1, u[1] / mu2) <= normal:
+                u[:] = 0.0
+            else:
+                m2 = np.array([mu1 * mu1, mu2 * mu2])
+
+                def slip(q, u=u, m2=m2, normal=normal):  # the weighted slip of the end velocity u/(1 + λ_n μ²/q), − q
+                    return float(np.sqrt((m2 * (u / (1.0 + normal * m2 / q)) ** 2).sum())) - q
+
+                lo, hi = 1e-300, float(np.sqrt((m2 * u * u).sum()))
+                for _ in range(200):  # bisection: slip(q) > 0 below the root, < 0 above it
+                    mid = 0.5 * (lo + hi)
+                    lo, hi = (mid, hi) if slip(mid) > 0.0 else (lo, mid)
+                u = u / (1.0 + normal * m2 / hi)
+        v[:2] = u
+        x += h * v
+        path.append(x.copy())
+    return np.asarray(path)
+
+
+def implicit_euler_pendulum(pivot, pos, vel, *, h: float, steps: int, gravity=(0.0, 0.0, -G)) -> np.ndarray:
+    """Positions (steps + 1, 3) [m] of a point pendulum on a rigid rod, stepped by implicit Euler with the rod's
+    length held at the end of each step: x' = x + h v + h² g + h² (λ/m) n(x') with n(x') along x' − pivot, so x' is
+    x + h v + h² g projected radially onto the sphere |x' − pivot| = |x − pivot|, and v' = (x' − x)/h. Its numerical
+    damping takes (ωh)²/2 of the amplitude per step for small swings (ω² = g/L)."""
+    pivot = np.asarray(pivot, dtype=np.float64)
+    x, v = np.array(pos, dtype=np.float64), np.array(vel, dtype=np.float64)
+    g = np.asarray(gravity, dtype=np.float64)
+    length = np.linalg.norm(x - pivot)
+    path = [x.copy()]
+    for _ in range(steps):
+        y = x + h * v + h * h * g - pivot
+        new = pivot + length * y / np.linalg.norm(y)
+        v = (new - x) / h
+        x = new
+        path.append(x.copy())
+    return np.asarray(path)
+
+
+def drop_model(
+    *,
+    size: float = 0.06,
+    cells: int = 3,
+    youngs: float = 1.0e5,
+    height: float = 0.05,
+    side_speed: float = 0.3,
+    mu: float = 0.5,
+):
+    """The drop scene's model: a soft cube with its lower face ``height`` [m] above ground of friction ``mu``, thrown
+    sideways at ``side_speed`` [m/s]."""
     b = ModelBuilder()
     soft_cube(b, size, cells, youngs=youngs, z=height, vel=(side_speed, 0.0, 0.0))
     b.add_ground_plane(mu=mu)
-    model = b.finalize()
+    return b.finalize()
+
+
+def run_drop(
+    *,
+    seconds: float = 2.0,
+    size: float = 0.06,
+    cells: int = 3,
+    youngs: float = 1.0e5,
+    height: float = 0.05,
+    side_speed: float = 0.3,
+    mu: float = 0.5,
+    solver_kwargs=None,
+) -> dict:
+    """Soft cube dropped from ``height`` [m] with a sideways speed onto a frictional ground. Expected: finite, at rest,
+    no deep penetration, not tipped over."""
+    model = drop_model(size=size, cells=cells, youngs=youngs, height=height, side_speed=side_speed, mu=mu)
     state = model.state()
     solver = Solver(model, **{**REALTIME, **(solver_kwargs or {})})
     deepest = 0.0
@@ -115,13 +270,36 @@ def cantilever_reference(cells=(30, 3, 3), size=(0.1, 0.01, 0.01), youngs=5.0e6,
     return float(-u[tip, 2].mean())
 
 
-def run_cantilever(*, seconds: float = 4.0, cells=(30, 3, 3), size=(0.1, 0.01, 0.01), youngs: float = 5.0e6, poisson: float = 0.3, density: float = 1000.0, solver_kwargs=None, record_every: int = 0) -> dict:
-    """Beam clamped at x = 0 sagging under its weight; tip deflection [m] and its swing over the last 0.5 s."""
-    b = ModelBuilder()
+def cantilever_model(
+    *,
+    cells=(30, 3, 3),
+    size=(0.1, 0.01, 0.01),
+    youngs: float = 5.0e6,
+    poisson: float = 0.3,
+    density: float = 1000.0,
+    gravity=(0.0, 0.0, -G),
+):
+    """The clamped beam: ``cantilever_mesh`` with the x = 0 face fixed; returns (model, mesh)."""
+    b = ModelBuilder(gravity=gravity)
     mesh = cantilever_mesh(cells, size)
     b.add_soft_mesh(mesh.vertices, mesh.tets, density=density, youngs_modulus=youngs, poisson_ratio=poisson)
     b.fix_particles(np.nonzero(mesh.vertices[:, 0] < 1e-9)[0])
-    model = b.finalize()
+    return b.finalize(), mesh
+
+
+def run_cantilever(
+    *,
+    seconds: float = 4.0,
+    cells=(30, 3, 3),
+    size=(0.1, 0.01, 0.01),
+    youngs: float = 5.0e6,
+    poisson: float = 0.3,
+    density: float = 1000.0,
+    solver_kwargs=None,
+    record_every: int = 0,
+) -> dict:
+    """Beam clamped at x = 0 sagging under its weight; tip deflection [m] and its swing over the last 0.5 s."""
+    model, mesh = cantilever_model(cells=cells, size=size, youngs=youngs, poisson=poisson, density=density)
     state = model.state()
     solver = Solver(model, **{**REALTIME, **(solver_kwargs or {})})
     tip = np.nonzero(mesh.vertices[:, 0] > size[0] - 1e-9)[0]
@@ -133,10 +311,25 @@ def run_cantilever(*, seconds: float = 4.0, cells=(30, 3, 3), size=(0.1, 0.01, 0
         if k >= n - tail or (record_every and k % record_every == 0):
             history.append(float(mesh.vertices[tip, 2].mean() - state.particle_q.numpy()[tip, 2].mean()))
     last = np.asarray(history[-tail:])
-    return dict(tip=last[-1], swing=float(last.max() - last.min()), history=np.asarray(history), solver=solver, state=state, model=model)
+    return dict(
+        tip=last[-1],
+        swing=float(last.max() - last.min()),
+        history=np.asarray(history),
+        solver=solver,
+        state=state,
+        model=model,
+    )
 
 
-def run_box_stack(*, seconds: float = 10.0, count: int = 3, offset: float = 0.003, half: float = 0.05, mu: float = 0.6, solver_kwargs=None) -> dict:
+def run_box_stack(
+    *,
+    seconds: float = 10.0,
+    count: int = 3,
+    offset: float = 0.003,
+    half: float = 0.05,
+    mu: float = 0.6,
+    solver_kwargs=None,
+) -> dict:
     """Rigid boxes stacked with a sideways offset per level; they must stay stacked (a static problem)."""
     b = ModelBuilder()
     for k in range(count):
@@ -152,4 +345,79 @@ def run_box_stack(*, seconds: float = 10.0, count: int = 3, offset: float = 0.00
         solver.step(state)
         lowest = np.minimum(lowest, state.body_q.numpy()[:, 2] - rest)
     q = state.body_q.numpy()
-    return dict(q=q, sink=float(-lowest.min()), height_error=float(np.abs(q[:, 2] - rest).max()), shift=float(np.abs(np.diff(q[:, 0])).max()), speed=float(np.abs(state.body_qd.numpy()).max()), solver=solver)
+    return dict(
+        q=q,
+        sink=float(-lowest.min()),
+        height_error=float(np.abs(q[:, 2] - rest).max()),
+        shift=float(np.abs(np.diff(q[:, 0])).max()),
+        speed=float(np.abs(state.body_qd.numpy()).max()),
+        solver=solver,
+    )
+
+
+def run_held_link(config, pressure_psi, *, seconds: float = 1.5, ramp: float = 0.5, solver_kwargs=None) -> dict:
+    """One snake link exactly as ``robots.snake.build_snake`` builds it (mesh, hollow-section material, hard layer and
+    perimeter rows, actuation rows, the end sections' rows left out), held as the static references
+    ``reference_link.held_link_static`` (exact) and ``reference_fem.link_static_curvature`` (linearised) hold it: no
+    gravity, no ground, no wheels, the first cross-section fixed and the last one attached to a free rigid body (the
+    carriage's mass and inertia). One world per pressure [psi, ≥ 0]:
+    chamber 0 is pressurised (its actuation rows at ε = 1 + p/Y, ramped over ``ramp`` s), chamber 1 vented (rows off).
+    Returns the curvature [1/m] (yaw of the last section / link length, as ``SnakeSim.curvatures``) at every step."""
+    from .kernels.schur import DISTANCE_OFF
+    from .robots.snake import actuation_compliance, link_material
+    from .robots.snake_link import link_mesh
+
+    c = config
+    psi = np.atleast_1d(np.asarray(pressure_psi, dtype=np.float64))
+    if np.any(psi < 0):
+        raise ValueError("run_held_link: pressures must be ≥ 0 psi (chamber 0 pressurised)")
+    mesh = link_mesh(c.link_length, c.link_radius, c.sections, c.inner_ring)
+    youngs, density = link_material(c)
+    b = ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    ids = b.add_soft_mesh(
+        mesh.vertices,
+        mesh.tets,
+        density=density,
+        youngs_modulus=youngs,
+        poisson_ratio=c.poisson_ratio,
+        damping=c.material_damping,
+    )
+    last = int(mesh.section.max())
+    chamber = []
+    for pairs in (mesh.layer_pairs, mesh.perimeter_pairs):
+        for a, d in pairs:
+            if mesh.section[a] == mesh.section[d] and mesh.section[a] in (0, last):
+                continue  # held rigid by the clamp or the body, as in build_snake
+            b.add_distance(int(ids[a]), int(ids[d]), compliance=0.0)
+            chamber.append(-1)
+    for (a, d), ch in zip(mesh.actuation_pairs, mesh.actuation_chamber):
+        b.add_distance(int(ids[a]), int(ids[d]), compliance=actuation_compliance(c, mesh))
+        chamber.append(int(ch))
+    b.fix_particles(ids[mesh.section == 0])
+    half = np.array([c.carriage_length, c.carriage_width, c.carriage_height]) / 2
+    inertia = (
+        c.carriage_mass
+        / 3.0
+        * np.array([half[1] ** 2 + half[2] ** 2, half[0] ** 2 + half[2] ** 2, half[0] ** 2 + half[1] ** 2])
+    )
+    end = b.add_body((c.link_length + c.carriage_length / 2, 0.0, 0.0), mass=c.carriage_mass, inertia=inertia)
+    for v in np.nonzero(mesh.section == last)[0]:
+        b.add_attachment(int(ids[v]), end)
+    worlds = psi.size
+    model = b.finalize(worlds=worlds)
+    state, control = model.state(), model.control()
+    kw = dict(solver_kwargs or {})
+    solver = Solver(model, dt=kw.pop("dt", c.h), config=c.solver, **kw)  # the snake's solver settings
+    chamber = np.asarray(chamber)
+    off = np.where(chamber == 1, float(DISTANCE_OFF), 1.0)
+    steps = int(round(seconds / solver.dt))
+    kappa = np.empty((steps, worlds))
+    for k in range(steps):
+        strain = psi * 6894.757 / c.youngs_modulus * min(1.0, (k + 1) * solver.dt / ramp)  # ε − 1 = p/Y (Eq. 4)
+        scale = np.where(chamber[None, :] == 0, 1.0 + strain[:, None], off[None, :])
+        control.distance_rest_scale.assign(scale.astype(np.float32).ravel())
+        solver.step(state, control)
+        q = state.body_q.numpy().reshape(worlds, -1, 7)[:, end, 3:].astype(np.float64)
+        x, y, z, w = q.T
+        kappa[k] = np.arctan2(2 * (x * y + z * w), 1 - 2 * (y * y + z * z)) / c.link_length  # yaw of the body's x axis
+    return dict(curvature=kappa, t=(np.arange(steps) + 1) * solver.dt, solver=solver, model=model, state=state)

@@ -30,10 +30,12 @@ def com(state, model, world=0):
     return np.average(q, axis=0, weights=model.particle_mass)
 
 
-def probe_first_linear_solve(sim) -> dict:
+def probe_first_linear_solve(sim, reference_iterations: int = 0) -> dict:
     """Step ``sim`` once and return what the primal step's kernels computed in its first Newton iteration: the saddle
     right-hand side b (particle and row parts), the matrix-free product A·b, the preconditioner applied to b, and the
-    MINRES solution x of the first linear solve (tests/test_recorded_step.py). These are functions of the step's
+    MINRES solution x of the first linear solve and its product A·x (tests/test_recorded_step.py), and with
+    ``reference_iterations`` the solution x_ref of the same system after that many iterations (the rest of the step
+    then continues from it). These are functions of the step's
     inputs alone: unlike the velocities at the end of a frame, they do not pass through the friction's stick/slip
     decisions, which amplify float32 round-off ~10⁴-fold in the snake (a 1-ulp change of the checkpoint moves its
     end-of-frame velocities by ~1e-3 of their scale)."""
@@ -55,6 +57,12 @@ def probe_first_linear_solve(sim) -> dict:
             out.update(b_v=primal.b[0].numpy().copy(), b_l=primal.b[1].numpy().copy(), Ab_v=pv.numpy(), Ab_l=pl.numpy(), Pb_v=zv.numpy(), Pb_l=zl.numpy())
             original(self, it, iterations)
             out.update(x_v=primal.x[0].numpy().copy(), x_l=primal.x[1].numpy().copy())
+            av, al = (wp.zeros_like(a) for a in primal.b)
+            primal.matvec(*primal.x, av, al)
+            out.update(Ax_v=av.numpy(), Ax_l=al.numpy())
+            if reference_iterations:
+                original(self, it, reference_iterations)
+                out.update(x_ref_v=primal.x[0].numpy().copy(), x_ref_l=primal.x[1].numpy().copy())
             return None
         return original(self, it, iterations)
 

@@ -39,8 +39,10 @@ def settle(mesh, nu, steps, dt=1.0 / 120.0, linear_iterations=20):
 
 # Both meshes at the paper's budget (4 × 20): the primal FEM step's coarse level carries the clamp's support along the
 # beam (the earlier dual solver needed 60 PCR iterations for the 16×2×2 beam; docs/solver.md).
-@pytest.mark.parametrize("n", [1, 2])
-def test_cantilever_matches_linear_fem(n):
+# measured after 2 s at the budget: tip −9.8e-6 / −8.0e-5 of the FEM's (+4.1e-5 / −6.7e-5 before the assembled elastic
+# product of 238e979: round-off), swing over the last 0.5 s 2.4e-4 / 5.2e-5 of it (2.8e-4 / 4.8e-5 before)
+@pytest.mark.parametrize("n, tip_bound, swing_bound", [(1, 1.2e-4, 8.5e-4), (2, 2.4e-4, 1.6e-4)])
+def test_cantilever_matches_linear_fem(n, tip_bound, swing_bound):
     mesh = beam_mesh(n)
     u, clamp, swing = settle(mesh, 0.3, 240)
     tip = np.nonzero(mesh.vertices[:, 0] > LENGTH - 1e-9)[0]
@@ -48,11 +50,13 @@ def test_cantilever_matches_linear_fem(n):
     engine_tip, ref_tip = -u[tip, 2].mean(), -ref[tip, 2].mean()
     beam = cantilever_tip_deflection(LENGTH, DEPTH, DEPTH, YOUNGS, 0.3, DENSITY, G)
     print(f"\n{8*n}x{n}x{n} cubes ({len(mesh.tets)} tets): engine/FEM = {engine_tip/ref_tip:.4f}, FEM/beam = {ref_tip/beam:.3f}")
-    assert engine_tip == pytest.approx(ref_tip, rel=0.03)
-    assert swing < 0.01 * ref_tip  # settled: no steady swing over the last 0.5 s
+    assert engine_tip == pytest.approx(ref_tip, rel=tip_bound)
+    assert swing < swing_bound * ref_tip  # settled: no steady swing over the last 0.5 s
 
 
-def test_linear_tets_converge_toward_beam_theory_and_lock_when_incompressible():
+def test_reference_only_linear_tets_converge_toward_beam_theory_and_lock_when_incompressible():
+    """A check of the FEM reference alone (no engine): it approaches Euler-Bernoulli + Timoshenko theory from below as
+    the mesh is refined, and locks at ν → 1/2."""
     beam = cantilever_tip_deflection(LENGTH, DEPTH, DEPTH, YOUNGS, 0.3, DENSITY, G)
     ratios = []
     for n in (1, 2, 3, 4):

@@ -27,13 +27,16 @@ def run_incline(theta, mu, axis="x", seconds=1.0, dt=DT, newton_iterations=4):
     return c
 
 
-@pytest.mark.parametrize("theta", [np.arctan(MU - 0.3), np.arctan(MU - 0.06)])
-def test_block_sticks_below_friction_angle(theta):
+# Coulomb: it sticks; the friction rows creep at most at the stick velocity 0.1 mm/s. Measured drift over 1 s:
+# 0.050 and 0.288 mm.
+@pytest.mark.parametrize("theta, bound", [(np.arctan(MU - 0.3), 1.5e-4), (np.arctan(MU - 0.06), 8.5e-4)])
+def test_block_sticks_below_friction_angle(theta, bound):
     c = run_incline(theta, MU, **STICK)
     drift = np.linalg.norm(c[-1, :2] - c[0, :2])
-    assert drift < 1e-3, drift
+    assert drift < bound, drift
 
 
+# measured: +0.060 % and −0.063 % of g(sin θ − μ cos θ)
 @pytest.mark.parametrize("theta", [np.arctan(MU + 0.06), np.arctan(MU + 0.3)])
 def test_block_slides_with_coulomb_acceleration(theta):
     c = run_incline(theta, MU, **SLIDE)
@@ -41,7 +44,7 @@ def test_block_slides_with_coulomb_acceleration(theta):
     late = t > 0.3  # after the contact has settled
     accel = 2 * np.polyfit(t[late], c[late, 0], 2)[0]
     expected = 9.81 * (np.sin(theta) - MU * np.cos(theta))
-    assert accel == pytest.approx(expected, rel=0.05)
+    assert accel == pytest.approx(expected, rel=1.9e-3)
 
 
 def test_friction_never_exceeds_cone_under_large_push():
@@ -54,15 +57,17 @@ def test_friction_never_exceeds_cone_under_large_push():
     for k in range(steps):
         solver.step(state, control)
         ln, lf = solver.contact_impulses()
+        # the projection is exact to float32 round-off: measured |λ_f| ≤ 1.0000001 / 1.0000002 μλ_n per contact / in total
         per_contact = np.linalg.norm(lf[0], axis=-1)
-        assert np.all(per_contact <= MU * np.maximum(ln[0], 0) * 1.01 + 1e-9)
+        assert np.all(per_contact <= MU * np.maximum(ln[0], 0) * (1 + 4e-7) + 1e-12)
         total_f = np.linalg.norm(lf[0].sum(axis=(0, 1)))
-        assert total_f <= MU * ln[0].sum() * 1.01
+        assert total_f <= MU * ln[0].sum() * (1 + 6e-7)
     # and the block accelerates with (push − μg) along the push direction
     v = np.average(state.particle_qd.numpy(), axis=0, weights=model.particle_mass)
     t = steps * DT
     demand = push * np.hypot(1.0, 0.3)
-    assert np.linalg.norm(v[:2]) / t == pytest.approx(demand - MU * 9.81, rel=0.05)
+    assert np.linalg.norm(v[:2]) / t == pytest.approx(demand - MU * 9.81, rel=5.5e-3)  # measured −0.18 %
+    assert v[1] / v[0] == pytest.approx(0.3, rel=3e-5)  # along the push: measured 0.2999977
 
 
 def test_anisotropic_friction_thresholds_along_two_axes():
@@ -70,5 +75,11 @@ def test_anisotropic_friction_thresholds_along_two_axes():
     theta = np.arctan(0.5)  # above μ1, below μ2
     along_x = run_incline(theta, mu, axis="x", seconds=0.5)
     along_y = run_incline(theta, mu, axis="y", seconds=0.5, **STICK)
-    assert along_x[-1, 0] - along_x[0, 0] > 0.05  # slides along the low-friction axis
-    assert np.linalg.norm(along_y[-1, :2] - along_y[0, :2]) < 1e-3  # sticks along the high-friction axis
+    # slides along the low-friction axis: implicit Euler from rest under a = g(sin θ − μ1 cos θ) moves h²a·n(n+1)/2 in n
+    # steps, 223.0 mm in 0.5 s; measured 224.2 mm (+1.2 mm: the first steps build the normal load up) and 1.2 µm sideways
+    a = 9.81 * (np.sin(theta) - mu[0] * np.cos(theta))
+    n = len(along_x) - 1
+    assert along_x[-1, 0] - along_x[0, 0] == pytest.approx(DT * DT * a * n * (n + 1) / 2, abs=3.6e-3)
+    assert abs(along_x[-1, 1] - along_x[0, 1]) < 3.6e-6
+    # sticks along the high-friction axis: measured 0.110 mm of creep in 0.5 s
+    assert np.linalg.norm(along_y[-1, :2] - along_y[0, :2]) < 3.3e-4

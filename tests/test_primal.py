@@ -73,7 +73,7 @@ def test_minres_solution_matches_a_direct_solve():
     n = model.particle_count
     direct = np.linalg.lstsq(K, b, rcond=None)[0]  # least squares: redundant attachments make K singular
     dv = slice(0, 3 * n)
-    assert np.linalg.norm(x[dv] - direct[dv]) < 1e-2 * np.linalg.norm(direct[dv])  # measured 2.8e-3
+    assert np.linalg.norm(x[dv] - direct[dv]) < 8.4e-3 * np.linalg.norm(direct[dv])  # measured 2.8e-3
     # 400 iterations against a layout of linear_iterations + 1 slots per Newton iteration: the final residual is
     # recorded in the last slot of this iteration's block (it was written 380 slots past it, outside the array)
     L, W = solver.config.linear_iterations, model.worlds
@@ -174,10 +174,9 @@ def test_both_formulations_rest_a_cube_on_the_ground(fem):
     solver = ss.Solver(model, fem=fem)
     for _ in range(60):
         solver.step(state)
-    assert np.abs(state.particle_qd.numpy()).max() < 1e-4
-    assert -state.particle_q.numpy()[:, 2].min() < 1e-3
-    d = solver.diagnostics()
-    assert np.all(d.linear_iterations == 20)
+    # measured after 0.5 s at the budget, primal / dual: 0.64 / 0.60 µm/s, 5.2e-11 / 5.7e-10 m into the ground
+    assert np.abs(state.particle_qd.numpy()).max() < 1.9e-6
+    assert -state.particle_q.numpy()[:, 2].min() < 1.7e-9
 
 
 def test_bad_solver_settings():

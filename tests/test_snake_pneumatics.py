@@ -17,19 +17,20 @@ H = 0.0083  # [s] the step the paper's constants were fitted for
 # ----------------------------------------------------------------------------------------------------------------------
 # Independent reference: Eqs. 11-12, one chamber, one published step h.
 # ----------------------------------------------------------------------------------------------------------------------
-def ref_chamber_step(p, target, k_i=0.23, k_d=0.23, t_p=0.68, p_s=10.0):
+def ref_chamber_step(p, target, k_i=0.23, k_d=0.23, t_p=0.68, p_s=10.0, scale=1.0):
+    """One step of ``scale`` × the paper's step (an explicit Euler step of Eq. 12's increment per step, clamped)."""
     if target > p:  # inflating, Eq. 11 then Eq. 12 (top)
         dp = (target - p) / p_s
-        return min(p + p_s * dp**2 * k_i, target)
+        return min(p + scale * p_s * dp**2 * k_i, target)
     if target < p:  # deflating, Eq. 12 (bottom)
-        return max(p - min(p * k_d, t_p), target)
+        return max(p - scale * min(p * k_d, t_p), target)
     return p
 
 
-def ref_link_step(p0, p1, a):
+def ref_link_step(p0, p1, a, scale=1.0):
     """Antagonistic valves (Sec. III): a > 0 fills chamber 0, a < 0 fills chamber 1, the other one vents."""
     target0, target1 = (a, 0.0) if a > 0 else (0.0, -a)
-    return ref_chamber_step(p0, target0), ref_chamber_step(p1, target1)
+    return ref_chamber_step(p0, target0, scale=scale), ref_chamber_step(p1, target1, scale=scale)
 
 
 def random_target_sequence(rng, steps, worlds, links, p_max=8.0):

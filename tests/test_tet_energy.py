@@ -71,7 +71,8 @@ def test_tet_energy_matches_linear_elasticity(eps, nu):
     x = (X @ (np.eye(3) + eps).T) @ rot.T + np.array([0.1, -0.2, 0.3])
     U, V = _energy(X, x, youngs, nu)
     ref = _linear_elastic_energy(eps, youngs, nu, V)
-    assert U == pytest.approx(ref, rel=0.01)
+    # the corotated energy of a finite strain differs from the linear one at second order: measured ≤ 1.3e-3 relative
+    assert U == pytest.approx(ref, rel=3.9e-3)
 
 
 def test_shear_energy_is_2GVeps2():
@@ -79,7 +80,7 @@ def test_shear_energy_is_2GVeps2():
     eps = np.array([[0, e, 0], [e, 0, 0], [0, 0, 0]])
     U, V = _energy(X, X @ (np.eye(3) + eps).T, youngs, nu)
     G = youngs / (2 * (1 + nu))
-    assert U == pytest.approx(2 * G * V * e**2, rel=0.01)
+    assert U == pytest.approx(2 * G * V * e**2, rel=6.1e-5)  # measured 2.0e-5
 
 
 @wp.kernel

@@ -1,7 +1,6 @@
 """Vine robots (issue 10): builder topology and growth, the Julia reference, the wall fit, the chen preset, bad input."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,8 +13,6 @@ from softsnake.io.vine_data import read_rects, read_video, read_wall_fit
 from softsnake.robots.vine import VineConfig, add_wall_segments, build_vine, planar_poses
 from softsnake.robots.vine_sim import VineSim
 
-DATA = Path(__file__).resolve().parents[1] / "assets" / "vine"  # assets/vine/README.md
-needs_data = pytest.mark.skipif(not DATA.exists(), reason="vine reference data not available")
 
 
 def small_jitosho(**kw):
@@ -51,30 +48,36 @@ def test_jitosho_growth_is_planar_and_at_the_commanded_rate():
     np.testing.assert_allclose(p[:, 2], cfg.heading, atol=1e-5)  # nothing bends it: straight
 
 
-@needs_data
-def test_julia_reference_before_and_at_first_contact():
+def test_julia_reference_before_and_at_first_contact(vine_data):
     """rectangles_1: straight growth until the tip touches a wall at step ≈ 48, then sliding along it; rectangles_2
     never touches. Measured: 60 steps of rectangles_1: 0.0095 mm mean body error, 0.46 mm tip error at step 60 (the
     engine's contact step differs from the original's QP linearised at q_k, see docs/vine.md); 15 steps of
-    rectangles_2: 4.7e-5 mm. (Full 5 s: `softsnake vine rollout ... --reference`, in the docs.)"""
-    d = DATA / "julia_rollouts"
+    rectangles_2: 1.6e-5 mm. (Full 5 s: `softsnake vine rollout ... --reference`, in the docs.)"""
+    d = vine_data / "julia_rollouts"
     c, _, _, _ = julia_case(d / "rectangles_1.rects", d / "rectangles_1.csv.gz", seconds=60 / 90)
     assert c.steps == 60 and c.mean_body_error < 0.015e-3 and c.final_tip_error < 0.6e-3
     c2, _, _, _ = julia_case(d / "rectangles_2.rects", d / "rectangles_2.csv.gz", seconds=15 / 90)
-    assert c2.mean_body_error < 1e-6
+    assert c2.mean_body_error < 4.9e-8
 
 
-@needs_data
-def test_wall_fit_reaches_the_papers_tip_error():
-    """Seeded CMA-ES on K, C (small budget): tip-x mean absolute error over the 8 frames ≤ 1.1 mm (the paper's)."""
-    from softsnake.experiments.vine_wall import fit_wall, tip_x_mae, wall_scene
+def test_wall_fit_predicts_held_out_frames_within_the_papers_tip_error(vine_data):
+    """Seeded CMA-ES on K, C (small budget) fitted to the first 5 of the 8 frames; the fitted rollout predicts the tip
+    x of the 3 held-out frames (5-7) within the paper's 1.1 mm mean absolute error (which the paper reports in-sample,
+    over all 8 frames). Measured: 0.50 mm on the held-out frames (0.21 mm on the fitted ones)."""
+    import dataclasses
 
-    scene = wall_scene(DATA / "jitosho_wall_fit.npz")
+    from softsnake.experiments.vine_wall import fit_wall, wall_scene
+
+    scene = wall_scene(vine_data / "jitosho_wall_fit.npz")
     assert 4e-3 < scene.wall_offset < 6e-3  # the frame-0 tip is ≈5.1 mm short of the wall (see vine_wall docstring)
-    res = fit_wall(scene, popsize=8, generations=4, seed=0)
+    fitted = 5
+    first = dataclasses.replace(scene, data=dataclasses.replace(scene.data, points=scene.data.points[:fitted]))
+    res = fit_wall(first, popsize=8, generations=4, seed=0)
     assert res.rollouts == 32 and res.launches == 4
-    mae = tip_x_mae(scene, np.array([[res.params["stiffness"], res.params["damping"]]]))[0]
-    assert mae == pytest.approx(res.loss) and mae <= 1.1e-3
+    x = scene.tip_x(np.array([[res.params["stiffness"], res.params["damping"]]]))[0]
+    error = np.abs(x - scene.data.points[:, -1, 0])
+    assert error[:fitted].mean() == pytest.approx(res.loss)  # the fit's loss is the in-sample error
+    assert error[fitted:].mean() <= 1.1e-3, error
 
 
 def test_chen_only_the_distal_link_grows_and_links_appear():
@@ -243,16 +246,15 @@ def test_circle_obstacle_deflects_a_growing_vine():
     assert np.linalg.norm(tip) > 0.1  # grew past it
 
 
-@needs_data
-def test_video_frame_convention_scale_and_replay_cli(tmp_path):
+def test_video_frame_convention_scale_and_replay_cli(vine_data, tmp_path):
     from softsnake.experiments.vine_video import FLIP_POINTS_Y, estimate_radius_px, frames_in_wall_frame, make_scene, video_mse
 
-    v1 = read_video(DATA / "real_video" / "vid1")
+    v1 = read_video(vine_data / "real_video" / "vid1")
     assert FLIP_POINTS_Y
     # with the points' y negated the centreline stays off the walls: the nearest distances are ≈ a tube radius
     r = estimate_radius_px([v1])
     assert 3.0 < r < 8.0
-    scene = make_scene(DATA / "real_video" / "vid1", r)
+    scene = make_scene(vine_data / "real_video" / "vid1", r)
     assert scene.growth_px_per_frame == pytest.approx(1.59, abs=0.05) and abs(scene.heading) < 0.3
     scene.frames = frames_in_wall_frame(v1)[:12]
     centres, bad = scene.simulate("linear", np.array([[0.1, 0.01], [0.01, 0.01]]))
@@ -261,7 +263,7 @@ def test_video_frame_convention_scale_and_replay_cli(tmp_path):
     assert np.all(np.isfinite(mse)) and np.all(mse < 400)
     params = tmp_path / "p.toml"
     params.write_text(f'[fit]\nmodel = "wrinkling"\nradius_px = {r}\n\n[params]\nm_full = 0.1\neps_crit = 0.1\ndamping = 0.01\n')
-    assert cli_main(["vine", "replay", "--video", str(DATA / "real_video" / "vid1"), "--params", str(params), "--out", str(tmp_path / "rp")]) == 0
+    assert cli_main(["vine", "replay", "--video", str(vine_data / "real_video" / "vid1"), "--params", str(params), "--out", str(tmp_path / "rp")]) == 0
     z = np.load(tmp_path / "rp" / "replay.npz")
     F = v1.frame_count
     assert z["frames"].shape == (F,) and z["sim_points"].shape[0] == F and z["sim_points"].shape[2] == 2 and z["sim_count"].shape == (F,)
@@ -269,11 +271,10 @@ def test_video_frame_convention_scale_and_replay_cli(tmp_path):
     assert (tmp_path / "rp" / "replay.png").exists()
     bad_params = tmp_path / "bad.toml"
     bad_params.write_text('[fit]\nmodel = "linear"\nradius_px = 5\n\n[params]\nstiffness = 0.1\n')
-    assert cli_main(["vine", "replay", "--video", str(DATA / "real_video" / "vid1"), "--params", str(bad_params), "--out", str(tmp_path / "rp2")]) == 2
+    assert cli_main(["vine", "replay", "--video", str(vine_data / "real_video" / "vid1"), "--params", str(bad_params), "--out", str(tmp_path / "rp2")]) == 2
 
 
-@needs_data
-def test_original_qp_step_reproduces_the_julia_rollouts():
+def test_original_qp_step_reproduces_the_julia_rollouts(vine_data):
     """The independent NumPy re-implementation of the original step (one QP per step, constraints linearised at q_k)
     fed with the reference state reproduces the next reference state: without contact to float precision, in
     contact to the original solver's tolerance (OSQP at ε = 1e-3: ≈1e-3 mm)."""
@@ -281,7 +282,7 @@ def test_original_qp_step_reproduces_the_julia_rollouts():
     from softsnake.io.vine_data import read_julia_rollout
 
     cfg = VineConfig.preset_config("jitosho")
-    d = DATA / "julia_rollouts"
+    d = vine_data / "julia_rollouts"
     for name, steps, tol in (("rectangles_2", (0, 100), 1e-8), ("rectangles_1", (20, 48, 49, 60), 2e-6)):
         q, v = read_julia_rollout(d / f"{name}.csv.gz")
         rects = read_rects(d / f"{name}.rects")
@@ -290,8 +291,7 @@ def test_original_qp_step_reproduces_the_julia_rollouts():
             assert np.abs(q1[:, :2] - q[k + 1, :, :2]).max() < tol, (name, k)
 
 
-@needs_data
-def test_original_qp_with_the_original_solver_settings_reproduces_rectangles_1():
+def test_original_qp_with_the_original_solver_settings_reproduces_rectangles_1(vine_data):
     """With OSQP at the original's settings the re-implementation reproduces the contact phase of rectangles_1
     (full 5 s: 0.006 mm mean body error, docs/vine.md); solved exactly it drifts away from the csv."""
     pytest.importorskip("osqp")
@@ -300,7 +300,7 @@ def test_original_qp_with_the_original_solver_settings_reproduces_rectangles_1()
     from softsnake.io.vine_data import read_julia_rollout
 
     cfg = VineConfig.preset_config("jitosho")
-    d = DATA / "julia_rollouts"
+    d = vine_data / "julia_rollouts"
     q_ref, _ = read_julia_rollout(d / "rectangles_1.csv.gz")
     q = rollout(cfg, read_rects(d / "rectangles_1.rects"), 120, solver="osqp")
     assert compare_to_reference(q, q_ref).mean_body_error < 2e-6
@@ -348,15 +348,14 @@ def test_circles_file_and_cli(tmp_path, capsys):
     assert np.load(tmp_path / "o" / "rollout.npz")["q"].shape == (5, 50, 3)
 
 
-@needs_data
-def test_video_fit_offers_the_mlp_model(tmp_path):
+def test_video_fit_offers_the_mlp_model(vine_data, tmp_path):
     """`vine fit --model mlp`: the 1-10-1 tanh bending law is fitted over log10 C and its 30 weights (a short seeded run
     on 8 frames of vid1 here), and the result round-trips through params.toml to a replay."""
     from softsnake.experiments.vine_cli import _write_params_toml, read_params_toml
     from softsnake.experiments.vine_video import estimate_radius_px, fit_videos, frames_in_wall_frame, make_scene, params_vector, replay
 
-    v1 = read_video(DATA / "real_video" / "vid1")
-    scene = make_scene(DATA / "real_video" / "vid1", estimate_radius_px([v1]))
+    v1 = read_video(vine_data / "real_video" / "vid1")
+    scene = make_scene(vine_data / "real_video" / "vid1", estimate_radius_px([v1]))
     scene.frames = frames_in_wall_frame(v1)[:8]
     res = fit_videos([scene], "mlp", popsize=4, generations=1, seed=0)
     assert set(res.params) == {"damping", "mlp_params"} and len(res.params["mlp_params"]) == 31

@@ -75,13 +75,11 @@ def test_mc_environment_contains_hits_and_keeps_launch_free():
 
 
 def test_reduced_mapping_mc_beats_random():
-    # Reduced Table 1 check: 2 uniform environments, straight action space, 10 deployments.
-    mc, rnd = [], []
+    # Reduced Table 1 check: 2 uniform environments, straight action space, 10 deployments. The paper's ordering, in
+    # each environment: the greedy planner that knows the map scores highest, the Monte Carlo planner beats random
+    # deployments (measured final scores ideal / MC / random: 47.9 / 37.6 / 26.8 and 46.8 / 39.2 / 31.7).
     for seed in (0, 1):
         env = uniform_environment(seed)
         res = explore(env, action_space(env, False), deployments=10, mc_envs=5, random_repeats=50, seed=seed)
         assert np.all(np.diff(res.ideal) >= -1e-9)  # greedy ideal score never decreases
-        assert res.ideal[-1] >= res.mc[-1] - 1e-9 or res.ideal[-1] >= res.random_mean[-1]
-        mc.append(res.mc[-1])
-        rnd.append(res.random_mean[-1])
-    assert np.mean(mc) > np.mean(rnd)
+        assert res.ideal[-1] > res.mc[-1] > res.random_mean[-1], (seed, res.ideal[-1], res.mc[-1], res.random_mean[-1])
