@@ -19,19 +19,24 @@ import time
 import numpy as np
 import warp as wp
 
-from softsnake.sim.model import quiet_warp
-
 import softsnake as ss
 from softsnake.scenes import soft_slab_among_obstacles, soft_slab_on_ground, soft_slab_with_rigid_chain
+from softsnake.sim.model import quiet_warp
 
-SCENES = {"slab": soft_slab_on_ground, "slab+chain": soft_slab_with_rigid_chain, "slab+obstacles": soft_slab_among_obstacles}
+SCENES = {
+    "slab": soft_slab_on_ground,
+    "slab+chain": soft_slab_with_rigid_chain,
+    "slab+obstacles": soft_slab_among_obstacles,
+}
 
 
 def _sync(device):
     wp.synchronize_device(device)
 
 
-def bench(device: str, worlds: int, steps: int, newton: int, linear: int, dt: float, scene: str = "slab", fem: str = "primal") -> dict:
+def bench(
+    device: str, worlds: int, steps: int, newton: int, linear: int, dt: float, scene: str = "slab", fem: str = "primal"
+) -> dict:
     model = SCENES[scene]().finalize(device=device, worlds=worlds)
     state = model.state()
     solver = ss.Solver(model, dt=dt, newton_iterations=newton, linear_iterations=linear, check_finite=False, fem=fem)
@@ -86,7 +91,13 @@ def main():
     ap.add_argument("--newton", type=int, default=4)
     ap.add_argument("--linear", type=int, default=20)
     ap.add_argument("--dt", type=float, default=1.0 / 120.0)
-    ap.add_argument("--scene", choices=sorted(SCENES), default="slab", help="slab: soft mesh on the ground; slab+chain: plus hinged rigid carriages attached to it; slab+obstacles: among 100 static boxes")
+    ap.add_argument(
+        "--scene",
+        choices=sorted(SCENES),
+        default="slab",
+        help="slab: soft mesh on the ground; slab+chain: plus hinged rigid carriages attached to it; "
+        "slab+obstacles: among 100 static boxes",
+    )
     ap.add_argument("--fem", choices=("primal", "dual"), default="primal", help="solver formulation (docs/solver.md)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
@@ -94,16 +105,34 @@ def main():
     wp.init()
     rows = [bench(a.device, int(w), a.steps, a.newton, a.linear, a.dt, a.scene, a.fem) for w in a.worlds.split(",")]
     dev = wp.get_device(a.device)
-    meta = {"device": dev.name, "date": datetime.date.today().isoformat(), "warp": wp.__version__, "host": platform.processor() or platform.machine(), "dt": a.dt}
+    meta = {
+        "device": dev.name,
+        "date": datetime.date.today().isoformat(),
+        "warp": wp.__version__,
+        "host": platform.processor() or platform.machine(),
+        "dt": a.dt,
+    }
     if a.json:
         print(json.dumps({"meta": meta, "results": rows}, indent=2))
         return
-    print(f"device {meta['device']} ({a.device}), warp {meta['warp']}, {meta['date']}, dt={a.dt:.5f} s, {a.newton} Newton x {a.linear} linear ({a.fem})")
+    print(
+        f"device {meta['device']} ({a.device}), warp {meta['warp']}, {meta['date']}, dt={a.dt:.5f} s, {a.newton} "
+        f"Newton x {a.linear} linear ({a.fem})"
+    )
     r0 = rows[0]
-    print(f"scene {a.scene}: {r0['particles_per_world']} particles, {r0['tets_per_world']} tets, {r0['bodies_per_world']} bodies, {r0['joints_per_world']} joints, {r0['attachments_per_world']} attachments, {r0['rows_per_world']} rows per world")
+    print(
+        f"scene {a.scene}: {r0['particles_per_world']} particles, {r0['tets_per_world']} tets, "
+        f"{r0['bodies_per_world']} bodies, {r0['joints_per_world']} joints, {r0['attachments_per_world']} "
+        f"attachments, {r0['rows_per_world']} rows per world"
+    )
     print("worlds | ms/step | assembly | solve | steps/s | world-steps/s | RTF | lin. it | lin. red. | contacts")
     for r in rows:
-        print(f"{r['worlds']:6d} | {r['ms_per_step']:7.2f} | {r['ms_assembly']:8.2f} | {r['ms_solve']:5.2f} | {r['steps_per_s']:7.1f} | {r['world_steps_per_s']:13.1f} | {r['real_time_factor']:.2f} | {r['linear_iterations_per_newton']:6.1f} | {r['linear_residual_reduction_median']:.2e} | {r['active_contacts_world0']}")
+        print(
+            f"{r['worlds']:6d} | {r['ms_per_step']:7.2f} | {r['ms_assembly']:8.2f} | {r['ms_solve']:5.2f} | "
+            f"{r['steps_per_s']:7.1f} | {r['world_steps_per_s']:13.1f} | {r['real_time_factor']:.2f} | "
+            f"{r['linear_iterations_per_newton']:6.1f} | {r['linear_residual_reduction_median']:.2e} | "
+            f"{r['active_contacts_world0']}"
+        )
 
 
 if __name__ == "__main__":

@@ -14,9 +14,8 @@ import platform
 
 import warp as wp
 
-from softsnake.sim.model import quiet_warp
-
 from softsnake.experiments.bench import PAPER_TABLE_II, bench_snakes, parse_snakes
+from softsnake.sim.model import quiet_warp
 
 
 def main() -> None:
@@ -28,13 +27,22 @@ def main() -> None:
     quiet_warp()
     rows = [bench_snakes(s, args.frames, device=args.device) for s in parse_snakes(args.snakes)]
     device = wp.get_device(args.device)
-    header = dict(date=datetime.date.today().isoformat(), device=device.name, machine=platform.processor() or platform.machine(), warp=wp.config.version, frames=args.frames)
+    header = dict(
+        date=datetime.date.today().isoformat(),
+        device=device.name,
+        machine=platform.processor() or platform.machine(),
+        warp=wp.config.version,
+        frames=args.frames,
+    )
     print(json.dumps(dict(header=header, rows=rows), indent=2))
     print("\nsnakes | assembly ms | solve ms | total ms | ms/snake | paper total ms")
     for r in rows:
         paper = PAPER_TABLE_II.get(r["snakes"], (None, None, None))[2]
         per = "-" if r["ms_per_snake"] is None else f"{r['ms_per_snake']:.2f}"
-        print(f"{r['snakes']:6g} | {r['ms_assembly']:11.2f} | {r['ms_solve']:8.2f} | {r['ms_total']:8.2f} | {per:>8} | {paper}")
+        print(
+            f"{r['snakes']:6g} | {r['ms_assembly']:11.2f} | {r['ms_solve']:8.2f} | {r['ms_total']:8.2f} | {per:>8} | "
+            f"{paper}"
+        )
 
 
 if __name__ == "__main__":

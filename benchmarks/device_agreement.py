@@ -26,7 +26,10 @@ def run(device: str, seconds: float, out: str, youngs_scale: float) -> None:
     sim = SnakeSim(worlds=1, device=device, config=cfg)
     traj = run_gait(default_gait(), seconds, sim=sim)
     np.savez(out, t=traj.t, com=traj.com, particle_q=sim.state.particle_q.numpy(), body_q=sim.state.body_q.numpy())
-    print(f"{device}: centre of mass moved {1e3 * (traj.com[-1, 0, 0] - traj.com[0, 0, 0]):.1f} mm forward after the first frame")
+    print(
+        f"{device}: centre of mass moved {1e3 * (traj.com[-1, 0, 0] - traj.com[0, 0, 0]):.1f} mm forward after the "
+        f"first frame"
+    )
 
 
 def compare(a: str, b: str) -> None:
@@ -47,7 +50,9 @@ def main() -> None:
     r = sub.add_parser("run")
     r.add_argument("--device", default="cpu")
     r.add_argument("--seconds", type=float, default=2.0)
-    r.add_argument("--youngs-scale", type=float, default=1.0, help="multiply Young's modulus (1 ± 1e-6: a round-off probe)")
+    r.add_argument(
+        "--youngs-scale", type=float, default=1.0, help="multiply Young's modulus (1 ± 1e-6: a round-off probe)"
+    )
     r.add_argument("--out", required=True)
     c = sub.add_parser("compare")
     c.add_argument("a")

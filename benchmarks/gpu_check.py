@@ -35,7 +35,14 @@ from pathlib import Path
 import numpy as np
 
 SECTIONS = ("launches", "snake", "slab", "blocks", "profile", "agreement", "tests")
-TEST_FILES = ("tests/test_launches.py", "tests/test_batch.py", "tests/test_recorded_step.py", "tests/test_rigid.py", "tests/test_primal.py", "tests/test_contact_list.py")
+TEST_FILES = (
+    "tests/test_launches.py",
+    "tests/test_batch.py",
+    "tests/test_recorded_step.py",
+    "tests/test_rigid.py",
+    "tests/test_primal.py",
+    "tests/test_contact_list.py",
+)
 
 
 def write(path: Path, record: dict) -> None:
@@ -64,7 +71,21 @@ def section_snake(device: str, quick: bool) -> dict:
     rows = []
     for snakes, frames in ((0.25, 60), (1, 120), (4, 60), (10, 40), (1024, 6)):
         r = bench_snakes(snakes, 10 if quick else frames, device=device)
-        rows.append({k: r[k] for k in ("snakes", "ms_total", "ms_per_snake", "snake_steps_per_s", "real_time_factor", "launches_per_step", "peak_memory_mb", "paper_ms_total")})
+        rows.append(
+            {
+                k: r[k]
+                for k in (
+                    "snakes",
+                    "ms_total",
+                    "ms_per_snake",
+                    "snake_steps_per_s",
+                    "real_time_factor",
+                    "launches_per_step",
+                    "peak_memory_mb",
+                    "paper_ms_total",
+                )
+            }
+        )
         print(f"  snakes {snakes:g}: {r['ms_total']:.2f} ms/frame, {r['ms_total'] / 2:.3f} ms/step", flush=True)
     return dict(rows=rows)
 
@@ -107,7 +128,9 @@ def section_profile(device: str, quick: bool) -> dict:
     frames = 3 if quick else 10
     times = device_kernel_times(advance, frames, wp.get_device(device))
     n = frames * substeps
-    return dict(scene=title, stages={k: dict(gpu_ms_per_step=t / n, launches_per_step=c / n) for k, (t, c) in times.items()})
+    return dict(
+        scene=title, stages={k: dict(gpu_ms_per_step=t / n, launches_per_step=c / n) for k, (t, c) in times.items()}
+    )
 
 
 def section_agreement(device: str, quick: bool) -> dict:
@@ -115,20 +138,47 @@ def section_agreement(device: str, quick: bool) -> dict:
     seconds = "0.5" if quick else "2"
     out = {}
     with_tmp = Path(os.environ.get("TMPDIR", "/tmp"))
-    for name, args in (("gpu", ["--device", device]), ("cpu", ["--device", "cpu"]), ("cpu_ulp", ["--device", "cpu", "--youngs-scale", "1.000001"])):
+    for name, args in (
+        ("gpu", ["--device", device]),
+        ("cpu", ["--device", "cpu"]),
+        ("cpu_ulp", ["--device", "cpu", "--youngs-scale", "1.000001"]),
+    ):
         path = with_tmp / f"agreement_{name}.npz"
-        subprocess.run([sys.executable, "-P", str(here / "device_agreement.py"), "run", *args, "--seconds", seconds, "--out", str(path)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-P",
+                str(here / "device_agreement.py"),
+                "run",
+                *args,
+                "--seconds",
+                seconds,
+                "--out",
+                str(path),
+            ],
+            check=True,
+        )
         with np.load(path) as f:
             out[name] = f["com"][:, 0].copy()
     gap = lambda a, b: float(np.linalg.norm(out[a][-1] - out[b][-1]))  # noqa: E731
     forward = lambda a: float(out[a][-1, 0] - out[a][0, 0])  # noqa: E731
-    return dict(seconds=float(seconds), forward_mm={k: 1e3 * forward(k) for k in out}, gpu_cpu_gap_mm=1e3 * gap("gpu", "cpu"), cpu_roundoff_gap_mm=1e3 * gap("cpu", "cpu_ulp"))
+    return dict(
+        seconds=float(seconds),
+        forward_mm={k: 1e3 * forward(k) for k in out},
+        gpu_cpu_gap_mm=1e3 * gap("gpu", "cpu"),
+        cpu_roundoff_gap_mm=1e3 * gap("cpu", "cpu_ulp"),
+    )
 
 
 def section_tests(device: str, quick: bool) -> dict:
     env = dict(os.environ, SOFTSNAKE_TEST_DEVICE=device)
     t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-P", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *TEST_FILES], env=env, capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-P", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *TEST_FILES],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     tail = (r.stdout + r.stderr).strip().splitlines()[-15:]
     return dict(returncode=r.returncode, seconds=time.perf_counter() - t0, tail=tail)
 

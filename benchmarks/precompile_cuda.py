@@ -27,15 +27,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--arch", type=int, default=90, help="CUDA compute capability × 10 (90: Hopper, 80: A100, 89: Ada)")
     ap.add_argument("--ptx", action="store_true", help="write PTX instead of cubins")
-    ap.add_argument("--block-dim", type=int, action="append", default=[], help="also compile the stage modules for this block size (SolverConfig.block_dim)")
+    ap.add_argument(
+        "--block-dim",
+        type=int,
+        action="append",
+        default=[],
+        help="also compile the stage modules for this block size (SolverConfig.block_dim)",
+    )
     args = ap.parse_args()
     from softsnake.sim.model import quiet_warp
 
     quiet_warp()
+    from warp._src.context import user_modules  # private: the registry of loaded Warp modules
+
     import softsnake.robots.snake_sim  # noqa: F401  (with the solver: every kernel module)
     import softsnake.sim.dual  # noqa: F401
     import softsnake.sim.primal  # noqa: F401
-    from warp._src.context import user_modules  # private: the registry of loaded Warp modules
 
     wp.init()
     for name, module in sorted(user_modules.items()):

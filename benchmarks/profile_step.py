@@ -59,12 +59,21 @@ def make_scene(scene: str, device: str, graph_capture: bool):
     import softsnake as ss
     from softsnake.scenes import soft_slab_among_obstacles, soft_slab_on_ground, soft_slab_with_rigid_chain
 
-    slabs = {"slab": soft_slab_on_ground, "slab+chain": soft_slab_with_rigid_chain, "slab+obstacles": soft_slab_among_obstacles}
+    slabs = {
+        "slab": soft_slab_on_ground,
+        "slab+chain": soft_slab_with_rigid_chain,
+        "slab+obstacles": soft_slab_among_obstacles,
+    }
     if scene in slabs:
         model = slabs[scene]().finalize(device=device)
         state = model.state()
         solver = ss.Solver(model, dt=1.0 / 120.0, check_finite=False, graph_capture=graph_capture)
-        return (lambda: solver.step(state)), 1, f"{scene}: {model.particle_count} particles, {model.tet_count} tets, {model.row_count} rows", solver
+        return (
+            (lambda: solver.step(state)),
+            1,
+            f"{scene}: {model.particle_count} particles, {model.tet_count} tets, {model.row_count} rows",
+            solver,
+        )
     if scene == "snake":
         from softsnake.robots.pneumatics import OpenLoopGait
         from softsnake.robots.snake import SnakeConfig
@@ -80,12 +89,18 @@ def make_scene(scene: str, device: str, graph_capture: bool):
             sim.step()
 
         m = sim.model
-        return frame, cfg.substeps, f"snake: {m.particle_count} particles, {m.tet_count} tets, {m.body_count} bodies, {m.row_count} rows", sim.solver
+        return (
+            frame,
+            cfg.substeps,
+            f"snake: {m.particle_count} particles, {m.tet_count} tets, {m.body_count} bodies, {m.row_count} rows",
+            sim.solver,
+        )
     raise SystemExit(f"unknown scene {scene!r} (slab, slab+chain, slab+obstacles, snake)")
 
 
 def device_kernel_times(advance, calls: int, device) -> dict[str, tuple[float, int]]:
-    """Kernel name → (GPU ms in all, launches) over ``calls`` eager calls of ``advance`` (Warp's CUDA activity timing)."""
+    """Kernel name → (GPU ms in all, launches) over ``calls`` eager calls of ``advance`` (Warp's CUDA activity
+    timing)."""
     wp.synchronize_device(device)
     wp.timing_begin(cuda_filter=wp.TIMING_KERNEL | wp.TIMING_MEMCPY | wp.TIMING_MEMSET)
     for _ in range(calls):
@@ -136,7 +151,9 @@ def main() -> None:
         profiled_ms = 1e3 * (time.perf_counter() - t0) / n
     total = sum(t for t, _ in table.values())
     print(f"{title}; device {device}; {n} steps; {launches:.0f} launches per step (control included)")
-    print(f"ms/step: {clean_ms:.2f} unprofiled (default step), {profiled_ms:.2f} profiled (eager, synchronised launches)")
+    print(
+        f"ms/step: {clean_ms:.2f} unprofiled (default step), {profiled_ms:.2f} profiled (eager, synchronised launches)"
+    )
     print(f"\n{'stage kernel':32s} {'launches/step':>14s} {'ms/step':>9s} {'share':>7s}")
     for name, (t, calls) in sorted(table.items(), key=lambda kv: -kv[1][0]):
         print(f"{name:32s} {calls / n:14.1f} {1e3 * t / n:9.3f} {100 * t / total:6.1f}%")
@@ -147,7 +164,9 @@ def main() -> None:
         print("\nGPU time of each kernel (Warp's CUDA activity timing of eager steps)")
         print(f"{'kernel':32s} {'launches/step':>14s} {'GPU ms/step':>12s} {'µs/launch':>10s} {'share':>7s}")
         for name, (t, calls) in sorted(device_kernels.items(), key=lambda kv: -kv[1][0]):
-            print(f"{name[:32]:32s} {calls / n:14.1f} {t / n:12.3f} {1e3 * t / calls:10.1f} {100 * t / gpu_total:6.1f}%")
+            print(
+                f"{name[:32]:32s} {calls / n:14.1f} {t / n:12.3f} {1e3 * t / calls:10.1f} {100 * t / gpu_total:6.1f}%"
+            )
         print(f"{'all':32s} {sum(c for _, c in device_kernels.values()) / n:14.1f} {gpu_total / n:12.3f}")
     if args.json:
         from softsnake.io.files import write_json_atomic
@@ -162,7 +181,9 @@ def main() -> None:
                 ms_per_step_unprofiled=clean_ms,
                 ms_per_step_profiled=profiled_ms,
                 kernels={k: dict(ms_per_step=1e3 * t / n, launches_per_step=c / n) for k, (t, c) in table.items()},
-                gpu_kernels={k: dict(gpu_ms_per_step=t / n, launches_per_step=c / n) for k, (t, c) in device_kernels.items()},
+                gpu_kernels={
+                    k: dict(gpu_ms_per_step=t / n, launches_per_step=c / n) for k, (t, c) in device_kernels.items()
+                },
             ),
         )
     if not np.isfinite(total):

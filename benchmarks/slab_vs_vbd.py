@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import platform
 import sys
 import time
@@ -31,8 +30,12 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=10, help="VBD iterations per step (default 10)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--seconds", type=float, default=2.0)
-    ap.add_argument("--contact-ke", type=float, default=1.0e3, help="VBD soft-contact stiffness [N/m] (Newton's default)")
-    ap.add_argument("--friction-epsilon", type=float, default=1.0e-2, help="VBD friction smoothing speed [m/s] (Newton's default)")
+    ap.add_argument(
+        "--contact-ke", type=float, default=1.0e3, help="VBD soft-contact stiffness [N/m] (Newton's default)"
+    )
+    ap.add_argument(
+        "--friction-epsilon", type=float, default=1.0e-2, help="VBD friction smoothing speed [m/s] (Newton's default)"
+    )
     ap.add_argument("--json", help="also write the result to this JSON file")
     args = ap.parse_args()
     try:
@@ -53,17 +56,27 @@ def main() -> int:
     mesh = box_tet_mesh(size, cells, origin=(-size[0] / 2, -size[1] / 2, drop))  # the mesh soft_slab_on_ground builds
     b = newton.ModelBuilder(gravity=(0.0, 0.0, -9.81))
     b.add_soft_mesh(
-        pos=wp.vec3(0.0, 0.0, 0.0), rot=wp.quat_identity(), scale=1.0, vel=wp.vec3(0.0, 0.0, 0.0),
-        vertices=[wp.vec3(*map(float, v)) for v in mesh.vertices], indices=[int(i) for i in mesh.tets.reshape(-1)],
-        density=density, k_mu=youngs / (2 * (1 + poisson)), k_lambda=youngs * poisson / ((1 + poisson) * (1 - 2 * poisson)),
-        k_damp=0.0, particle_radius=0.0,
+        pos=wp.vec3(0.0, 0.0, 0.0),
+        rot=wp.quat_identity(),
+        scale=1.0,
+        vel=wp.vec3(0.0, 0.0, 0.0),
+        vertices=[wp.vec3(*map(float, v)) for v in mesh.vertices],
+        indices=[int(i) for i in mesh.tets.reshape(-1)],
+        density=density,
+        k_mu=youngs / (2 * (1 + poisson)),
+        k_lambda=youngs * poisson / ((1 + poisson) * (1 - 2 * poisson)),
+        k_damp=0.0,
+        particle_radius=0.0,
     )
     b.add_ground_plane(cfg=newton.ModelBuilder.ShapeConfig(mu=1.0, ke=args.contact_ke, kd=0.0))
     b.color()
     vm = b.finalize(device=args.device)
     vm.soft_contact_ke, vm.soft_contact_kd, vm.soft_contact_mu = args.contact_ke, 0.0, 1.0
     vbd = newton.solvers.SolverVBD(
-        vm, iterations=args.iterations, friction_epsilon=args.friction_epsilon, particle_enable_self_contact=False,
+        vm,
+        iterations=args.iterations,
+        friction_epsilon=args.friction_epsilon,
+        particle_enable_self_contact=False,
         particle_enable_tile_solve=wp.get_device(args.device).is_cuda,
     )
     states, control = [vm.state(), vm.state()], vm.control()
@@ -80,7 +93,10 @@ def main() -> int:
     model = soft_slab_on_ground().finalize(device=args.device)
     state = model.state()
     solver = ss.Solver(model, dt=h, check_finite=False)
-    runs = {"softsnake": (lambda: solver.step(state), lambda: state.particle_q), "vbd": (vbd_step, lambda: states[0].particle_q)}
+    runs = {
+        "softsnake": (lambda: solver.step(state), lambda: state.particle_q),
+        "vbd": (vbd_step, lambda: states[0].particle_q),
+    }
     seconds = {k: [] for k in runs}
     deepest = {k: 0.0 for k in runs}
     for _ in range(int(round(args.seconds / h))):
@@ -104,9 +120,12 @@ def main() -> int:
         ratio_softsnake_to_vbd=ms["softsnake"] / ms["vbd"],
         deepest_penetration_mm={k: -1e3 * v for k, v in deepest.items()},
     )
-    print(f"slab landing, {args.seconds:g} s, {args.device}: softsnake 4 × 20 {ms['softsnake']:.2f} ms/step, VBD {args.iterations} it "
-          f"{ms['vbd']:.2f} ms/step (softsnake / VBD {result['ratio_softsnake_to_vbd']:.2f}); deepest penetration "
-          f"{result['deepest_penetration_mm']['softsnake']:.4f} mm / {result['deepest_penetration_mm']['vbd']:.3f} mm")
+    print(
+        f"slab landing, {args.seconds:g} s, {args.device}: softsnake 4 × 20 {ms['softsnake']:.2f} ms/step, VBD "
+        f"{args.iterations} it "
+        f"{ms['vbd']:.2f} ms/step (softsnake / VBD {result['ratio_softsnake_to_vbd']:.2f}); deepest penetration "
+        f"{result['deepest_penetration_mm']['softsnake']:.4f} mm / {result['deepest_penetration_mm']['vbd']:.3f} mm"
+    )
     if args.json:
         from softsnake.io.files import write_json_atomic
 

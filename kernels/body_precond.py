@@ -15,9 +15,9 @@ small dense Cholesky factorisation per Newton iteration.
 import warp as wp
 
 from .data import BodyData, BodyJacobian, Jacobian, ModelData
+from .friction import contact_slot_off
 from .rigid import ang, attachment_row0, body_pose, joint_row0, lin, row_effective_mass, spatial, unit
 from .rigid_contact import body_contact_row0, particle_body_row0
-from .friction import contact_slot_off
 
 # Loops stay loops: add_row (four dense 6×6 block updates) is inlined for every row of every row kind; unrolled, this
 # module took ~3 minutes to compile for CUDA.
@@ -51,7 +51,16 @@ def world_mass_times(b: BodyData, body: int, pose: wp.transform, v: wp.spatial_v
 
 
 @wp.func
-def add_block(H: wp.array(dtype=wp.float64), bb: BodyBlocks, w: int, bi: int, gi: wp.spatial_vector, bj: int, gj: wp.spatial_vector, s: float):
+def add_block(
+    H: wp.array(dtype=wp.float64),
+    bb: BodyBlocks,
+    w: int,
+    bi: int,
+    gi: wp.spatial_vector,
+    bj: int,
+    gj: wp.spatial_vector,
+    s: float,
+):
     """H[bi, bj] += s · gi gjᵀ (both bodies in the same cluster)."""
     c = bb.body_cluster[bi]
     n = bb.cluster_dofs[c]
@@ -97,7 +106,15 @@ def add_row(
 
 
 @wp.func
-def body_mass_block(tid: int, b: BodyData, bb: BodyBlocks, h: float, bx_start: wp.array(dtype=wp.transform), bv: wp.array(dtype=wp.spatial_vector), H: wp.array(dtype=wp.float64)):
+def body_mass_block(
+    tid: int,
+    b: BodyData,
+    bb: BodyBlocks,
+    h: float,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    H: wp.array(dtype=wp.float64),
+):
     """H[i, i] += M_b of body ``tid`` (world-major; world inertia at the iterate's pose); H was zeroed."""
     w = tid // b.body_count
     i = tid - w * b.body_count
@@ -139,7 +156,21 @@ def attachment_and_joint_block(
         row0 = attachment_row0(m, b, w, e)
         for r in range(3):
             ek = unit(r)
-            add_row(H, bb, b, w, row0 + r, diag, row_d, i, pose, spatial(ek, wp.cross(arm, ek)), -1, pose, wp.spatial_vector())
+            add_row(
+                H,
+                bb,
+                b,
+                w,
+                row0 + r,
+                diag,
+                row_d,
+                i,
+                pose,
+                spatial(ek, wp.cross(arm, ek)),
+                -1,
+                pose,
+                wp.spatial_vector(),
+            )
     else:
         j = e - b.attachment_count
         ip = b.joint_parent[j]
@@ -150,7 +181,21 @@ def attachment_and_joint_block(
         for r in range(6):
             k = (w * b.joint_count + j) * 6 + r
             l = bj.joint_lin[k]
-            add_row(H, bb, b, w, row0 + r, diag, row_d, ic, pc, spatial(l, bj.joint_ang_child[k]), ip, pp, spatial(-l, bj.joint_ang_parent[k]))
+            add_row(
+                H,
+                bb,
+                b,
+                w,
+                row0 + r,
+                diag,
+                row_d,
+                ic,
+                pc,
+                spatial(l, bj.joint_ang_child[k]),
+                ip,
+                pp,
+                spatial(-l, bj.joint_ang_parent[k]),
+            )
 
 
 @wp.func
@@ -221,7 +266,21 @@ def particle_body_block(
     pose = body_pose(b, ib, w, bx_start, bv, h)
     for r in range(3):
         n = wp.vec3(F[r, 0], F[r, 1], F[r, 2])
-        add_row(H, bb, b, w, row0 + r, diag, row_d, ib, pose, spatial(-n, -wp.cross(jac.pb_arm[tid], n)), -1, pose, wp.spatial_vector())
+        add_row(
+            H,
+            bb,
+            b,
+            w,
+            row0 + r,
+            diag,
+            row_d,
+            ib,
+            pose,
+            spatial(-n, -wp.cross(jac.pb_arm[tid], n)),
+            -1,
+            pose,
+            wp.spatial_vector(),
+        )
 
 
 @wp.func
@@ -297,6 +356,8 @@ def cluster_solve(
 
 
 @wp.func
-def woodbury_row(i: int, r: wp.array(dtype=float), u: wp.array(dtype=float), d: wp.array(dtype=float), z: wp.array(dtype=float)):
+def woodbury_row(
+    i: int, r: wp.array(dtype=float), u: wp.array(dtype=float), d: wp.array(dtype=float), z: wp.array(dtype=float)
+):
     """z = D⁻¹r − D⁻¹u on row i (u = J_b H⁻¹ J_bᵀ D⁻¹r on body rows, 0 elsewhere)."""
     z[i] = r[i] / d[i] - u[i] / d[i]

@@ -211,7 +211,15 @@ def fill_slot(
 
 
 @wp.func
-def sort_run_by_shape(m: ModelData, w: int, begin: int, end: int, jac: Jacobian, lam: wp.array(dtype=float), contact_lam_n_prev: wp.array(dtype=float)):
+def sort_run_by_shape(
+    m: ModelData,
+    w: int,
+    begin: int,
+    end: int,
+    jac: Jacobian,
+    lam: wp.array(dtype=float),
+    contact_lam_n_prev: wp.array(dtype=float),
+):
     """Insertion sort of one particle's slots [begin, end) by shape index, moving each pair's multipliers with it: the
     order of the full scan (runs are a few slots long)."""
     K = m.contact_count
@@ -307,21 +315,103 @@ def list_contact_candidates(
     n0 = old_num[tid]
     if m.particle_inv_mass[p] > 0.0 and bvh.active == 0:
         for s in range(m.shape_count):
-            slot = take_candidate(m, contact, h, x0, xl, xv, lam_prev, lam_n_prev_old, f0, n0, old_shape, w, p, s, slot, write, jac, lam, contact_lam_n_prev)
+            slot = take_candidate(
+                m,
+                contact,
+                h,
+                x0,
+                xl,
+                xv,
+                lam_prev,
+                lam_n_prev_old,
+                f0,
+                n0,
+                old_shape,
+                w,
+                p,
+                s,
+                slot,
+                write,
+                jac,
+                lam,
+                contact_lam_n_prev,
+            )
     elif m.particle_inv_mass[p] > 0.0:
         low, high = query_box(m, contact, h, x0, xl, xv, p)
         for u in range(bvh.unbounded.shape[0]):
-            slot = take_candidate(m, contact, h, x0, xl, xv, lam_prev, lam_n_prev_old, f0, n0, old_shape, w, p, bvh.unbounded[u], slot, write, jac, lam, contact_lam_n_prev)
+            slot = take_candidate(
+                m,
+                contact,
+                h,
+                x0,
+                xl,
+                xv,
+                lam_prev,
+                lam_n_prev_old,
+                f0,
+                n0,
+                old_shape,
+                w,
+                p,
+                bvh.unbounded[u],
+                slot,
+                write,
+                jac,
+                lam,
+                contact_lam_n_prev,
+            )
         query = wp.bvh_query_aabb(bvh.id, low, high)
         item = int(0)
         while wp.bvh_query_next(query, item):
             s = bvh.item_shape[item]
             if shape_box_meets(m, s, low, high):
-                slot = take_candidate(m, contact, h, x0, xl, xv, lam_prev, lam_n_prev_old, f0, n0, old_shape, w, p, s, slot, write, jac, lam, contact_lam_n_prev)
+                slot = take_candidate(
+                    m,
+                    contact,
+                    h,
+                    x0,
+                    xl,
+                    xv,
+                    lam_prev,
+                    lam_n_prev_old,
+                    f0,
+                    n0,
+                    old_shape,
+                    w,
+                    p,
+                    s,
+                    slot,
+                    write,
+                    jac,
+                    lam,
+                    contact_lam_n_prev,
+                )
         for kk in range(f0, f0 + n0):
             s = old_shape[w * K + kk]
-            if shape_bounding_radius(m.shape_type[s], m.shape_params[s]) >= 0.0 and not shape_box_meets(m, s, low, high):
-                slot = take_candidate(m, contact, h, x0, xl, xv, lam_prev, lam_n_prev_old, f0, n0, old_shape, w, p, s, slot, write, jac, lam, contact_lam_n_prev)
+            if shape_bounding_radius(m.shape_type[s], m.shape_params[s]) >= 0.0 and not shape_box_meets(
+                m, s, low, high
+            ):
+                slot = take_candidate(
+                    m,
+                    contact,
+                    h,
+                    x0,
+                    xl,
+                    xv,
+                    lam_prev,
+                    lam_n_prev_old,
+                    f0,
+                    n0,
+                    old_shape,
+                    w,
+                    p,
+                    s,
+                    slot,
+                    write,
+                    jac,
+                    lam,
+                    contact_lam_n_prev,
+                )
         if write != 0:
             sort_run_by_shape(m, w, wp.min(first, K), wp.min(slot, K), jac, lam, contact_lam_n_prev)
     if write != 0:

@@ -1,9 +1,11 @@
 """Coulomb friction in the fixed-point form u_t + w·λ_f = 0 (paper's friction rows, docs/solver.md).
 
-Elliptic (anisotropic) cone |(λ1/μ1, λ2/μ2)| ≤ λ_n in a tangent frame fixed to the shape. For a sliding contact the maximal
+Elliptic (anisotropic) cone |(λ1/μ1, λ2/μ2)| ≤ λ_n in a tangent frame fixed to the shape. For a sliding contact the
+maximal
 dissipation impulse is λ_k = −μ_k² u_k λ_n / q, q = √(μ1²u1² + μ2²u2²), so the fixed point weight of row k is
 w_k = q / (μ_k² λ_n) (isotropic: w = |u_t|/(μλ_n)). The weights are re-evaluated at every Newton iterate from the
-velocities and the normal impulse of that iterate (both carried from the previous step by the warm start), with q floored
+velocities and the normal impulse of that iterate (both carried from the previous step by the warm start), with q
+floored
 at a small creep speed, so a sticking contact is a very stiff row rather than a switch between hard and sliding rows,
 and every friction impulse change happens inside the linear solve, balanced by the rest of the system. At the fixed
 point |λ_f| = |u_t|/w ≤ λ_n-cone exactly; the impulse left outside the cone by a truncated iteration is projected
@@ -81,7 +83,9 @@ def release_contact_slot(row0: int, lam: wp.array(dtype=float)):
 
 
 @wp.func
-def switch_off_contact_rows(row0: int, row_compliance: wp.array(dtype=float), rhs: wp.array(dtype=float), diag: wp.array(dtype=float)):
+def switch_off_contact_rows(
+    row0: int, row_compliance: wp.array(dtype=float), rhs: wp.array(dtype=float), diag: wp.array(dtype=float)
+):
     """Identity rows with zero right-hand side for a far or inactive contact slot (Δλ stays 0)."""
     for r in range(3):
         rhs[row0 + r] = 0.0

@@ -48,7 +48,9 @@ def wrinkling_moment(theta_abs: float, m_full: float, eps_crit: float) -> float:
 def mlp_moment(theta: float, params: wp.array(dtype=float), base: int) -> float:
     f = params[base + 1 + 3 * MLP_HIDDEN]
     for j in range(MLP_HIDDEN):
-        f += params[base + 1 + 2 * MLP_HIDDEN + j] * wp.tanh(params[base + 1 + j] * theta + params[base + 1 + MLP_HIDDEN + j])
+        f += params[base + 1 + 2 * MLP_HIDDEN + j] * wp.tanh(
+            params[base + 1 + j] * theta + params[base + 1 + MLP_HIDDEN + j]
+        )
     return f
 
 

@@ -33,13 +33,21 @@ def predict_particle(
 
 
 @wp.func
-def apply_particle_impulse(tid: int, particles_per_world: int, inv_mass: wp.array(dtype=float), impulse: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3)):
+def apply_particle_impulse(
+    tid: int,
+    particles_per_world: int,
+    inv_mass: wp.array(dtype=float),
+    impulse: wp.array(dtype=wp.vec3),
+    v: wp.array(dtype=wp.vec3),
+):
     """v += M⁻¹ · impulse."""
     v[tid] = v[tid] + impulse[tid] * inv_mass[tid % particles_per_world]
 
 
 @wp.func
-def start_multiplier(lam: wp.array(dtype=float), i: int, is_contact: bool, warm_start: float, contact_warm_start: float):
+def start_multiplier(
+    lam: wp.array(dtype=float), i: int, is_contact: bool, warm_start: float, contact_warm_start: float
+):
     """Scale the previous step's multiplier of row i into its start value: bilateral rows by warm_start, contact rows
     by contact_warm_start (0 restarts contacts from the FB corner)."""
     if is_contact:

@@ -66,9 +66,20 @@ def scale_of(beta: float, beta1: float) -> float:
 
 @wp.func
 def minres_start(
-    w: int, lane: int, particles: int, rows: int, skip_start: int, skip_count: int,
-    b: SaddleVector, y: SaddleVector, x: SaddleVector, r1: SaddleVector, r2: SaddleVector, w1: SaddleVector,
-    w2: SaddleVector, v: SaddleVector,
+    w: int,
+    lane: int,
+    particles: int,
+    rows: int,
+    skip_start: int,
+    skip_count: int,
+    b: SaddleVector,
+    y: SaddleVector,
+    x: SaddleVector,
+    r1: SaddleVector,
+    r2: SaddleVector,
+    w1: SaddleVector,
+    w2: SaddleVector,
+    v: SaddleVector,
 ) -> MinresScalars:
     """x = 0, r1 = r2 = b, w1 = w2 = 0 (y = P b on entry); β₁ = √(b·P·b), the Givens state of the first iteration,
     and the first Lanczos vector v = y/β₁."""
@@ -109,8 +120,18 @@ def minres_start(
 
 @wp.func
 def minres_lanczos(
-    w: int, lane: int, particles: int, rows: int, skip_start: int, skip_count: int, row_sign: float,
-    sc: MinresScalars, v: SaddleVector, y: SaddleVector, r1: SaddleVector, r2: SaddleVector,
+    w: int,
+    lane: int,
+    particles: int,
+    rows: int,
+    skip_start: int,
+    skip_count: int,
+    row_sign: float,
+    sc: MinresScalars,
+    v: SaddleVector,
+    y: SaddleVector,
+    r1: SaddleVector,
+    r2: SaddleVector,
 ) -> float:
     """The Lanczos recurrence on y = A v: y −= (β/β_old)·r1 (from the second iteration on: β_old = 0 before),
     α = v·y, then y −= (α/β)·r2, r1 = r2, r2 = y; returns α. The row part of y arrives multiplied by ``row_sign``
@@ -150,8 +171,19 @@ def minres_lanczos(
 
 @wp.func
 def minres_update(
-    w: int, lane: int, particles: int, rows: int, skip_start: int, skip_count: int, alfa: float,
-    sc_in: MinresScalars, r2: SaddleVector, y: SaddleVector, v: SaddleVector, w1: SaddleVector, w2: SaddleVector,
+    w: int,
+    lane: int,
+    particles: int,
+    rows: int,
+    skip_start: int,
+    skip_count: int,
+    alfa: float,
+    sc_in: MinresScalars,
+    r2: SaddleVector,
+    y: SaddleVector,
+    v: SaddleVector,
+    w1: SaddleVector,
+    w2: SaddleVector,
     x: SaddleVector,
 ) -> MinresScalars:
     """The rest of one iteration (y = P r2 on entry): β² = r2·y; the QR update of the Lanczos tridiagonal (one Givens

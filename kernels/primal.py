@@ -6,7 +6,8 @@ every Newton iteration solves the symmetric saddle-point system
     [ A    −J_pᵀ ] [Δv]   [−r_v   ]        A = M + Σ_t J_tᵀ C_t⁻¹ J_t,  r_v = M(v − ṽ) − Jᵀλ,
     [ −J_p  −S   ] [Δλ] = [−rhs   ]        S = J_b M_b⁻¹ J_bᵀ + C  (bodies eliminated as before),
 
-for the particle velocities and the multipliers of every other row (contacts, distances, attachments, joints). The elastic
+for the particle velocities and the multipliers of every other row (contacts, distances, attachments, joints). The
+elastic
 stress is always the constitutive one at the current positions, so a body at rest in equilibrium has zero residual
 whatever the history of truncated linear solves, and the preconditioner can work on displacements (two-level: Jacobi
 plus a trilinear coarse grid per soft body, coarse_space.py), where long stiff bodies converge in a few iterations.
@@ -18,7 +19,16 @@ from .tet import polar_rotation
 
 
 @wp.func
-def particle_residual(tid: int, p: int, mass: wp.array(dtype=float), diag: wp.array(dtype=float), v: wp.array(dtype=wp.vec3), v_pred: wp.array(dtype=wp.vec3), impulse: wp.array(dtype=wp.vec3), bv: wp.array(dtype=wp.vec3)) -> float:
+def particle_residual(
+    tid: int,
+    p: int,
+    mass: wp.array(dtype=float),
+    diag: wp.array(dtype=float),
+    v: wp.array(dtype=wp.vec3),
+    v_pred: wp.array(dtype=wp.vec3),
+    impulse: wp.array(dtype=wp.vec3),
+    bv: wp.array(dtype=wp.vec3),
+) -> float:
     """Particle ``tid`` (particle p of its world): bv = −r_v = Jᵀλ − M(v − ṽ) (0 for kinematic particles); returns
     |r_v/A_pp|², the velocity change a Jacobi step would make [m²/s²] (r_v/m would be dominated by the float32
     round-off of the stiff elastic impulses)."""
@@ -33,7 +43,14 @@ def particle_residual(tid: int, p: int, mass: wp.array(dtype=float), diag: wp.ar
 
 
 @wp.func
-def start_velocity(tid: int, inv_mass: float, v_start: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), v_pred: wp.array(dtype=wp.vec3), carried_impulse: wp.array(dtype=wp.vec3)):
+def start_velocity(
+    tid: int,
+    inv_mass: float,
+    v_start: wp.array(dtype=wp.vec3),
+    v: wp.array(dtype=wp.vec3),
+    v_pred: wp.array(dtype=wp.vec3),
+    carried_impulse: wp.array(dtype=wp.vec3),
+):
     """Particle ``tid``: v_pred = ṽ + M⁻¹Δp_carried (the prediction in v, plus the friction impulse the last step's
     cone projection took back, consumed here); a dynamic particle starts the Newton iteration from v⁻."""
     v_pred[tid] = v[tid] + carried_impulse[tid] * inv_mass
@@ -174,7 +191,9 @@ def precondition_particle(
 
 
 @wp.func
-def bilateral_row(r: int, skip_start: int, skip_count: int, contact_start: int, contact_end: int, body_contact_start: int) -> bool:
+def bilateral_row(
+    r: int, skip_start: int, skip_count: int, contact_start: int, contact_end: int, body_contact_start: int
+) -> bool:
     """Row r of a world keeps a bilateral multiplier (distance, attachment, joint): not a tet row, not a contact row."""
     tet = r >= skip_start and r < skip_start + skip_count
     contact = (r >= contact_start and r < contact_end) or r >= body_contact_start

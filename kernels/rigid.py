@@ -49,7 +49,9 @@ def integrate_pose(x0: wp.transform, v: wp.spatial_vector, h: float) -> wp.trans
     q = wp.transform_get_rotation(x0)
     w = ang(v)
     dq = wp.quat(w[0], w[1], w[2], 0.0) * q
-    q = wp.normalize(wp.quat(q[0] + 0.5 * h * dq[0], q[1] + 0.5 * h * dq[1], q[2] + 0.5 * h * dq[2], q[3] + 0.5 * h * dq[3]))
+    q = wp.normalize(
+        wp.quat(q[0] + 0.5 * h * dq[0], q[1] + 0.5 * h * dq[1], q[2] + 0.5 * h * dq[2], q[3] + 0.5 * h * dq[3])
+    )
     return wp.transform(p, q)
 
 
@@ -80,7 +82,8 @@ def row_effective_mass(b: BodyData, body: int, pose: wp.transform, l: wp.vec3, a
 @wp.func
 def omega_from_momentum(x0: wp.transform, inv_inertia_body: wp.mat33, L: wp.vec3, omega: wp.vec3, h: float) -> wp.vec3:
     """End-of-step angular velocity of a body with world angular momentum L: ω⁺ = I_w(q⁺)⁻¹ L with
-    q⁺ = q + (h/2)[ω⁺, 0]⊗q, solved by substitution from the guess ω. Evaluating the inertia at the pose the step ends in
+    q⁺ = q + (h/2)[ω⁺, 0]⊗q, solved by substitution from the guess ω. Evaluating the inertia at the pose the step ends
+    in
     keeps L of a free body exactly (the gyroscopic term ω × Iω is implied) and makes internal joint couples cancel."""
     w = omega
     for _ in range(4):
@@ -115,7 +118,10 @@ def predict_body(
         f = wrench[tid]
         L = R * b.body_inertia[i] * wp.transpose(R) * ang(s) + ang(f) * h
         momentum[tid] = L
-        s = spatial(lin(s) + (gravity + lin(f) * b.body_inv_mass[i]) * h, omega_from_momentum(q[tid], b.body_inv_inertia[i], L, ang(s), h))
+        s = spatial(
+            lin(s) + (gravity + lin(f) * b.body_inv_mass[i]) * h,
+            omega_from_momentum(q[tid], b.body_inv_inertia[i], L, ang(s), h),
+        )
     v[tid] = s
 
 
@@ -142,7 +148,9 @@ def apply_body_impulse(
         s = v[tid]
         L = momentum[tid] + ang(J)
         momentum[tid] = L
-        v[tid] = spatial(lin(s) + lin(J) * b.body_inv_mass[i], omega_from_momentum(x_start[tid], b.body_inv_inertia[i], L, ang(s), h))
+        v[tid] = spatial(
+            lin(s) + lin(J) * b.body_inv_mass[i], omega_from_momentum(x_start[tid], b.body_inv_inertia[i], L, ang(s), h)
+        )
 
 
 @wp.func
@@ -190,7 +198,14 @@ def restore_bodies(
 
 
 @wp.func
-def body_pose(b: BodyData, body: int, w: int, x_start: wp.array(dtype=wp.transform), v: wp.array(dtype=wp.spatial_vector), h: float) -> wp.transform:
+def body_pose(
+    b: BodyData,
+    body: int,
+    w: int,
+    x_start: wp.array(dtype=wp.transform),
+    v: wp.array(dtype=wp.spatial_vector),
+    h: float,
+) -> wp.transform:
     """Pose of a body at the current Newton iterate (identity for the world, index −1)."""
     if body < 0:
         return wp.transform_identity()
@@ -199,7 +214,15 @@ def body_pose(b: BodyData, body: int, w: int, x_start: wp.array(dtype=wp.transfo
 
 
 @wp.func
-def body_velocity(b: BodyData, body: int, w: int, bx_start: wp.array(dtype=wp.transform), bv: wp.array(dtype=wp.spatial_vector), h: float, body_impulse: wp.array(dtype=wp.spatial_vector)) -> wp.spatial_vector:
+def body_velocity(
+    b: BodyData,
+    body: int,
+    w: int,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    h: float,
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+) -> wp.spatial_vector:
     """M⁻¹ · (the body's impulse) at its current pose."""
     return body_velocity_change(b, body, body_pose(b, body, w, bx_start, bv, h), body_impulse[w * b.body_count + body])
 
@@ -263,7 +286,11 @@ def assemble_body_row(
         arm = wp.quat_rotate(wp.transform_get_rotation(pose0), b.attachment_offset[e])  # Jacobian: start of step
         bjac.attachment_arm[w * b.attachment_count + e] = arm
         pk = w * m.particle_count + p
-        err = wp.transform_get_translation(pose) + wp.quat_rotate(wp.transform_get_rotation(pose), b.attachment_offset[e]) - (x_start[pk] + v[pk] * h)
+        err = (
+            wp.transform_get_translation(pose)
+            + wp.quat_rotate(wp.transform_get_rotation(pose), b.attachment_offset[e])
+            - (x_start[pk] + v[pk] * h)
+        )
         comp = b.attachment_compliance[e] / (h * h)
         row0 = attachment_row0(m, b, w, e)
         for r in range(3):
@@ -390,7 +417,9 @@ def assemble_body_row(
             bjac.joint_ang_child[k] = ac
             row_compliance[row0 + r] = comp
             rhs[row0 + r] = -phi
-            diag[row0 + r] = row_effective_mass(b, ip, pose_p, -l, ap) + row_effective_mass(b, ic, pose_c, l, ac) + comp + 1.0e-12
+            diag[row0 + r] = (
+                row_effective_mass(b, ip, pose_p, -l, ap) + row_effective_mass(b, ic, pose_c, l, ac) + comp + 1.0e-12
+            )
             res += phi * phi
     if res > 0.0:
         wp.atomic_add(residual_sq, residual_base + w, res)
@@ -438,5 +467,9 @@ def gather_body_row(
         row0 = joint_row0(m, b, w, j)
         for r in range(6):
             k = (w * b.joint_count + j) * 6 + r
-            val = wp.dot(bjac.joint_lin[k], lin(dvc) - lin(dvp)) + wp.dot(bjac.joint_ang_child[k], ang(dvc)) + wp.dot(bjac.joint_ang_parent[k], ang(dvp))
+            val = (
+                wp.dot(bjac.joint_lin[k], lin(dvc) - lin(dvp))
+                + wp.dot(bjac.joint_ang_child[k], ang(dvc))
+                + wp.dot(bjac.joint_ang_parent[k], ang(dvp))
+            )
             y[row0 + r] = val + row_compliance[row0 + r] * x[row0 + r]

@@ -3,7 +3,8 @@ friction, as for particles: kernels/contact.py, kernels/friction.py).
 
 Each body shape contributes contact features (body frame): points with a radius (sphere centre, capsule ends, box
 corners), cylinder caps, whose deepest rim point towards the target is found per contact (exact for a wheel on a
-plane), and cylinder rim samples, active only against surfaces that face a cap (standing cylinders). A slot pairs a feature with a target (static shape t < n_static, else body shape t − n_static);
+plane), and cylinder rim samples, active only against surfaces that face a cap (standing cylinders). A slot pairs a
+feature with a target (static shape t < n_static, else body shape t − n_static);
 its rows (t1, t2, n) follow the joint rows: [... | attachment | joint | body contact (3 each)].
 Friction: on a cylinder the first tangent follows its axis and μ = (μ along the axis, μ across) is the cylinder's own
 pair; otherwise the target's frame is used. The pair's coefficient is the geometric mean with the other shape's mean μ.
@@ -12,8 +13,26 @@ pair; otherwise the target's frame is used. The pair's coefficient is the geomet
 import warp as wp
 
 from .contact import shape_signed_distance
-from .data import ATTACHMENT, BODY_CONTACT, JOINT, PARTICLE_BODY, BodyData, BodyJacobian, ContactSettings, Jacobian, ModelData, family_element0, family_row0
-from .friction import assemble_contact_rows, cone_projected, contact_slot_off, release_contact_slot, switch_off_contact_rows
+from .data import (
+    ATTACHMENT,
+    BODY_CONTACT,
+    JOINT,
+    PARTICLE_BODY,
+    BodyData,
+    BodyJacobian,
+    ContactSettings,
+    Jacobian,
+    ModelData,
+    family_element0,
+    family_row0,
+)
+from .friction import (
+    assemble_contact_rows,
+    cone_projected,
+    contact_slot_off,
+    release_contact_slot,
+    switch_off_contact_rows,
+)
 from .rigid import ang, body_pose, body_vel, body_velocity, lin, row_effective_mass, spatial
 from .types import SHAPE_CYLINDER
 
@@ -36,13 +55,23 @@ def frame_from_reference(n: wp.vec3, ref: wp.vec3) -> wp.mat33:
 
 
 @wp.func
-def target_pose(m: ModelData, b: BodyData, t: int, w: int, bx_start: wp.array(dtype=wp.transform), bv: wp.array(dtype=wp.spatial_vector), h: float) -> wp.transform:
+def target_pose(
+    m: ModelData,
+    b: BodyData,
+    t: int,
+    w: int,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    h: float,
+) -> wp.transform:
     """World pose of contact target t (a static shape, or a body shape at the iterate x⁻ + h·v of its body)."""
     if t < m.shape_count:
         return wp.transform(m.shape_pos[t], m.shape_rot[t])
     s = b.target_body_shape[t - m.shape_count]
     pose_b = body_pose(b, b.body_shape_body[s], w, bx_start, bv, h)
-    return wp.transform(wp.transform_point(pose_b, b.body_shape_pos[s]), wp.transform_get_rotation(pose_b) * b.body_shape_rot[s])
+    return wp.transform(
+        wp.transform_point(pose_b, b.body_shape_pos[s]), wp.transform_get_rotation(pose_b) * b.body_shape_rot[s]
+    )
 
 
 @wp.func
@@ -131,9 +160,17 @@ def assemble_body_contact(
         # gap at the predicted poses too, so a fast approach within the step is not missed
         pose_a1 = body_pose(b, ia, w, bx_start, bv, h)
         tpose1 = target_pose(m, b, t, w, bx_start, bv, h)
-        sd1 = shape_signed_distance(ttype, wp.transform_get_translation(tpose1), wp.transform_get_rotation(tpose1), tparams, wp.transform_point(pose_a1, local))
+        sd1 = shape_signed_distance(
+            ttype,
+            wp.transform_get_translation(tpose1),
+            wp.transform_get_rotation(tpose1),
+            tparams,
+            wp.transform_point(pose_a1, local),
+        )
         gap = wp.min(sd[0], sd1[0]) - radius
-        rim_off = b.feature_kind[f] == 2 and wp.abs(wp.dot(n, axis)) < 0.7  # rim samples only where a cap faces the target
+        rim_off = (
+            b.feature_kind[f] == 2 and wp.abs(wp.dot(n, axis)) < 0.7
+        )  # rim samples only where a cap faces the target
         if rim_off or ib == ia or b.body_inv_mass[ia] <= 0.0 or (gap > contact.margin and lam[row0 + 2] <= 0.0):
             bjac.contact_frame[kk] = wp.mat33()
             release_contact_slot(row0, lam)
@@ -170,7 +207,13 @@ def assemble_body_contact(
         pose_a = body_pose(b, ia, w, bx_start, bv, h)
         tpose = target_pose(m, b, t, w, bx_start, bv, h)
         cp = bjac.contact_point[kk]
-        sd = shape_signed_distance(ttype, wp.transform_get_translation(tpose), wp.transform_get_rotation(tpose), tparams, wp.transform_point(pose_a, wp.vec3(cp[0], cp[1], cp[2])))
+        sd = shape_signed_distance(
+            ttype,
+            wp.transform_get_translation(tpose),
+            wp.transform_get_rotation(tpose),
+            tparams,
+            wp.transform_point(pose_a, wp.vec3(cp[0], cp[1], cp[2])),
+        )
         gap = sd[0] - cp[3]
         arm_a = bjac.contact_arm_a[kk]
         arm_b = bjac.contact_arm_b[kk]
@@ -183,11 +226,31 @@ def assemble_body_contact(
         t1 = wp.vec3(frame[0, 0], frame[0, 1], frame[0, 2])
         t2 = wp.vec3(frame[1, 0], frame[1, 1], frame[1, 2])
         n = wp.vec3(frame[2, 0], frame[2, 1], frame[2, 2])
-        r_n = row_effective_mass(b, ia, pose_a, n, wp.cross(arm_a, n)) + row_effective_mass(b, ib, pose_b, -n, -wp.cross(arm_b, n))
-        r1 = row_effective_mass(b, ia, pose_a, t1, wp.cross(arm_a, t1)) + row_effective_mass(b, ib, pose_b, -t1, -wp.cross(arm_b, t1))
-        r2 = row_effective_mass(b, ia, pose_a, t2, wp.cross(arm_a, t2)) + row_effective_mass(b, ib, pose_b, -t2, -wp.cross(arm_b, t2))
+        r_n = row_effective_mass(b, ia, pose_a, n, wp.cross(arm_a, n)) + row_effective_mass(
+            b, ib, pose_b, -n, -wp.cross(arm_b, n)
+        )
+        r1 = row_effective_mass(b, ia, pose_a, t1, wp.cross(arm_a, t1)) + row_effective_mass(
+            b, ib, pose_b, -t1, -wp.cross(arm_b, t1)
+        )
+        r2 = row_effective_mass(b, ia, pose_a, t2, wp.cross(arm_a, t2)) + row_effective_mass(
+            b, ib, pose_b, -t2, -wp.cross(arm_b, t2)
+        )
         res = assemble_contact_rows(
-            row0, frame, u, gap / h, r_n, r1, r2, bjac.contact_mu[kk], lam_n_prev[kk], newton_iteration, contact, lam, row_compliance, rhs, diag
+            row0,
+            frame,
+            u,
+            gap / h,
+            r_n,
+            r1,
+            r2,
+            bjac.contact_mu[kk],
+            lam_n_prev[kk],
+            newton_iteration,
+            contact,
+            lam,
+            row_compliance,
+            rhs,
+            diag,
         )
     if res > 0.0:
         wp.atomic_add(residual_sq, residual_base + w, res)
@@ -325,12 +388,16 @@ def assemble_particle_body_contact(
         pose0 = body_pose(b, ib, w, bx_start, bv_lin, h)
         srot0 = wp.transform_get_rotation(pose0) * b.body_shape_rot[s]
         x0 = x_start[pk] + v_lin[pk] * h
-        sd0 = shape_signed_distance(b.body_shape_type[s], wp.transform_point(pose0, b.body_shape_pos[s]), srot0, b.body_shape_params[s], x0)
+        sd0 = shape_signed_distance(
+            b.body_shape_type[s], wp.transform_point(pose0, b.body_shape_pos[s]), srot0, b.body_shape_params[s], x0
+        )
         near = wp.min(gap, sd0[0] - m.particle_radius[p]) <= contact.margin or lam[row0 + 2] > 0.0
         if inv_m > 0.0 and near:
             n0 = wp.vec3(sd0[1], sd0[2], sd0[3])
             jac.pb_frame[tid] = frame_from_reference(n0, wp.quat_rotate(srot0, wp.vec3(1.0, 0.0, 0.0)))
-            jac.pb_arm[tid] = x0 - n0 * sd0[0] - wp.transform_get_translation(pose0)  # surface point relative to the body
+            jac.pb_arm[tid] = (
+                x0 - n0 * sd0[0] - wp.transform_get_translation(pose0)
+            )  # surface point relative to the body
             jac.pb_mu[tid] = b.body_shape_mu[s]
         else:
             jac.pb_frame[tid] = wp.mat33()
@@ -351,7 +418,21 @@ def assemble_particle_body_contact(
         r1 = inv_m + row_effective_mass(b, ib, pose_b, -t1, -wp.cross(arm, t1))
         r2 = inv_m + row_effective_mass(b, ib, pose_b, -t2, -wp.cross(arm, t2))
         res = assemble_contact_rows(
-            row0, frame, u, gap / h, r_n, r1, r2, jac.pb_mu[tid], lam_n_prev[tid], newton_iteration, contact, lam, jac.row_compliance, rhs, diag
+            row0,
+            frame,
+            u,
+            gap / h,
+            r_n,
+            r1,
+            r2,
+            jac.pb_mu[tid],
+            lam_n_prev[tid],
+            newton_iteration,
+            contact,
+            lam,
+            jac.row_compliance,
+            rhs,
+            diag,
         )
     if res > 0.0:
         wp.atomic_add(residual_sq, residual_base + w, res)
@@ -382,7 +463,11 @@ def gather_particle_body_contact(
     rel = wp.vec3()
     if not contact_slot_off(F):
         dvb = body_velocity(b, b.body_shape_body[s], w, bx_start, bv, h, body_impulse)
-        rel = particle_impulse[w * m.particle_count + p] * m.particle_inv_mass[p] - lin(dvb) - wp.cross(ang(dvb), jac.pb_arm[tid])
+        rel = (
+            particle_impulse[w * m.particle_count + p] * m.particle_inv_mass[p]
+            - lin(dvb)
+            - wp.cross(ang(dvb), jac.pb_arm[tid])
+        )
     d = F * rel
     for r in range(3):
         y[row0 + r] = d[r] + jac.row_compliance[row0 + r] * x[row0 + r]
@@ -414,7 +499,9 @@ def project_particle_body_friction(
 
 
 @wp.func
-def body_transpose_product(w: int, i: int, m: ModelData, b: BodyData, bjac: BodyJacobian, jac: Jacobian, x: wp.array(dtype=float)) -> wp.spatial_vector:
+def body_transpose_product(
+    w: int, i: int, m: ModelData, b: BodyData, bjac: BodyJacobian, jac: Jacobian, x: wp.array(dtype=float)
+) -> wp.spatial_vector:
     """(J_bᵀ x) of body i in world w: force and torque about the body's centre [N s, N m s per unit of x], summed in
     the order of the body's incidence list (attachments, joint rows, body contacts, particle–body contacts; no
     atomics, so the sum is reproducible)."""

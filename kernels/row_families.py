@@ -75,16 +75,31 @@ def no_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepData):
 
 @wp.func
 def no_assemble(
-    w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData, newton_iteration: int,
-    primal_fem: int, residual_sq: wp.array(dtype=float), residual_base: int,
+    w: int,
+    lane: int,
+    m_rows: ModelData,
+    m_attach: ModelData,
+    b: BodyData,
+    s: StepData,
+    newton_iteration: int,
+    primal_fem: int,
+    residual_sq: wp.array(dtype=float),
+    residual_base: int,
 ):
     pass
 
 
 @wp.func
 def no_gather(
-    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, particle_impulse: wp.array(dtype=wp.vec3),
-    body_impulse: wp.array(dtype=wp.spatial_vector), x: wp.array(dtype=float), y: wp.array(dtype=float),
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    x: wp.array(dtype=float),
+    y: wp.array(dtype=float),
 ):
     pass
 
@@ -95,12 +110,26 @@ def no_project(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, active
 
 
 @wp.func
-def no_body_block(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, bb: BodyBlocks, H: wp.array(dtype=wp.float64), row_d: wp.array(dtype=float)):
+def no_body_block(
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    bb: BodyBlocks,
+    H: wp.array(dtype=wp.float64),
+    row_d: wp.array(dtype=float),
+):
     pass
 
 
 NO_FUNCTION = dict(
-    linearise=no_linearise, contacts=no_contacts, assemble=no_assemble, gather=no_gather, project=no_project, body_block=no_body_block
+    linearise=no_linearise,
+    contacts=no_contacts,
+    assemble=no_assemble,
+    gather=no_gather,
+    project=no_project,
+    body_block=no_body_block,
 )
 
 
@@ -110,28 +139,79 @@ def particle_elements_linearise(w: int, lane: int, first: int, last: int, m_rows
     n = m_rows.element_count
     for e in range(first + lane, last, wp.block_dim()):
         assemble_particle_element(
-            w * n + e, m_rows, s.contact, s.h, 0, 1, 0, s.x_start, s.v_start, s.v, s.distance_scale,
-            s.shape_mu, s.contact_lam_n_prev, s.lam, s.jac, s.rhs, s.diag, s.scratch_residual, 0, s.tet_force,
+            w * n + e,
+            m_rows,
+            s.contact,
+            s.h,
+            0,
+            1,
+            0,
+            s.x_start,
+            s.v_start,
+            s.v,
+            s.distance_scale,
+            s.shape_mu,
+            s.contact_lam_n_prev,
+            s.lam,
+            s.jac,
+            s.rhs,
+            s.diag,
+            s.scratch_residual,
+            0,
+            s.tet_force,
         )
 
 
 @wp.func
 def particle_elements_assemble(
-    w: int, lane: int, first: int, last: int, m_rows: ModelData, s: StepData, newton_iteration: int, primal_fem: int,
-    residual_sq: wp.array(dtype=float), residual_base: int,
+    w: int,
+    lane: int,
+    first: int,
+    last: int,
+    m_rows: ModelData,
+    s: StepData,
+    newton_iteration: int,
+    primal_fem: int,
+    residual_sq: wp.array(dtype=float),
+    residual_base: int,
 ):
     n = m_rows.element_count
     for e in range(first + lane, last, wp.block_dim()):
         assemble_particle_element(
-            w * n + e, m_rows, s.contact, s.h, newton_iteration, 0, primal_fem, s.x_start, s.v_start, s.v,
-            s.distance_scale, s.shape_mu, s.contact_lam_n_prev, s.lam, s.jac, s.rhs, s.diag, residual_sq, residual_base, s.tet_force,
+            w * n + e,
+            m_rows,
+            s.contact,
+            s.h,
+            newton_iteration,
+            0,
+            primal_fem,
+            s.x_start,
+            s.v_start,
+            s.v,
+            s.distance_scale,
+            s.shape_mu,
+            s.contact_lam_n_prev,
+            s.lam,
+            s.jac,
+            s.rhs,
+            s.diag,
+            residual_sq,
+            residual_base,
+            s.tet_force,
         )
 
 
 @wp.func
 def particle_elements_gather(
-    w: int, lane: int, first: int, last: int, m: ModelData, s: StepData, particle_impulse: wp.array(dtype=wp.vec3),
-    x: wp.array(dtype=float), y: wp.array(dtype=float),
+    w: int,
+    lane: int,
+    first: int,
+    last: int,
+    m: ModelData,
+    s: StepData,
+    particle_impulse: wp.array(dtype=wp.vec3),
+    x: wp.array(dtype=float),
+    y: wp.array(dtype=float),
 ):
     n = m.element_count
     for e in range(first + lane, last, wp.block_dim()):
@@ -146,19 +226,47 @@ def distance_linearise(w: int, lane: int, m_rows: ModelData, m_attach: ModelData
 
 @wp.func
 def distance_assemble(
-    w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData, newton_iteration: int,
-    primal_fem: int, residual_sq: wp.array(dtype=float), residual_base: int,
+    w: int,
+    lane: int,
+    m_rows: ModelData,
+    m_attach: ModelData,
+    b: BodyData,
+    s: StepData,
+    newton_iteration: int,
+    primal_fem: int,
+    residual_sq: wp.array(dtype=float),
+    residual_base: int,
 ):
     first = family_element0(m_rows, DISTANCE)
-    particle_elements_assemble(w, lane, first, family_element0(m_rows, TET), m_rows, s, newton_iteration, primal_fem, residual_sq, residual_base)
+    particle_elements_assemble(
+        w,
+        lane,
+        first,
+        family_element0(m_rows, TET),
+        m_rows,
+        s,
+        newton_iteration,
+        primal_fem,
+        residual_sq,
+        residual_base,
+    )
 
 
 @wp.func
 def distance_gather(
-    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, particle_impulse: wp.array(dtype=wp.vec3),
-    body_impulse: wp.array(dtype=wp.spatial_vector), x: wp.array(dtype=float), y: wp.array(dtype=float),
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    x: wp.array(dtype=float),
+    y: wp.array(dtype=float),
 ):
-    particle_elements_gather(w, lane, family_element0(m, DISTANCE), family_element0(m, TET), m, s, particle_impulse, x, y)
+    particle_elements_gather(
+        w, lane, family_element0(m, DISTANCE), family_element0(m, TET), m, s, particle_impulse, x, y
+    )
 
 
 @wp.func
@@ -169,19 +277,47 @@ def tet_linearise(w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: 
 
 @wp.func
 def tet_assemble(
-    w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData, newton_iteration: int,
-    primal_fem: int, residual_sq: wp.array(dtype=float), residual_base: int,
+    w: int,
+    lane: int,
+    m_rows: ModelData,
+    m_attach: ModelData,
+    b: BodyData,
+    s: StepData,
+    newton_iteration: int,
+    primal_fem: int,
+    residual_sq: wp.array(dtype=float),
+    residual_base: int,
 ):
     first = family_element0(m_rows, TET)
-    particle_elements_assemble(w, lane, first, family_element0(m_rows, CONTACT), m_rows, s, newton_iteration, primal_fem, residual_sq, residual_base)
+    particle_elements_assemble(
+        w,
+        lane,
+        first,
+        family_element0(m_rows, CONTACT),
+        m_rows,
+        s,
+        newton_iteration,
+        primal_fem,
+        residual_sq,
+        residual_base,
+    )
 
 
 @wp.func
 def tet_gather(
-    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, particle_impulse: wp.array(dtype=wp.vec3),
-    body_impulse: wp.array(dtype=wp.spatial_vector), x: wp.array(dtype=float), y: wp.array(dtype=float),
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    x: wp.array(dtype=float),
+    y: wp.array(dtype=float),
 ):
-    particle_elements_gather(w, lane, family_element0(m, TET), family_element0(m, CONTACT), m, s, particle_impulse, x, y)
+    particle_elements_gather(
+        w, lane, family_element0(m, TET), family_element0(m, CONTACT), m, s, particle_impulse, x, y
+    )
 
 
 @wp.func
@@ -192,17 +328,34 @@ def contact_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepD
 
 @wp.func
 def contact_assemble(
-    w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData, newton_iteration: int,
-    primal_fem: int, residual_sq: wp.array(dtype=float), residual_base: int,
+    w: int,
+    lane: int,
+    m_rows: ModelData,
+    m_attach: ModelData,
+    b: BodyData,
+    s: StepData,
+    newton_iteration: int,
+    primal_fem: int,
+    residual_sq: wp.array(dtype=float),
+    residual_base: int,
 ):
     first = family_element0(m_rows, CONTACT)
-    particle_elements_assemble(w, lane, first, m_rows.element_count, m_rows, s, newton_iteration, primal_fem, residual_sq, residual_base)
+    particle_elements_assemble(
+        w, lane, first, m_rows.element_count, m_rows, s, newton_iteration, primal_fem, residual_sq, residual_base
+    )
 
 
 @wp.func
 def contact_gather(
-    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, particle_impulse: wp.array(dtype=wp.vec3),
-    body_impulse: wp.array(dtype=wp.spatial_vector), x: wp.array(dtype=float), y: wp.array(dtype=float),
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    x: wp.array(dtype=float),
+    y: wp.array(dtype=float),
 ):
     particle_elements_gather(w, lane, family_element0(m, CONTACT), m.element_count, m, s, particle_impulse, x, y)
 
@@ -211,40 +364,91 @@ def contact_gather(
 def contact_project(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, active_index: int, bodies: int):
     n = m.contact_count
     for k in range(lane, n, wp.block_dim()):
-        project_friction(w * n + k, m, s.jac, s.shape_mu, s.lam, s.dlam, s.contact_lam_n_prev, s.active_contacts, active_index)
+        project_friction(
+            w * n + k, m, s.jac, s.shape_mu, s.lam, s.dlam, s.contact_lam_n_prev, s.active_contacts, active_index
+        )
 
 
 # ---------------------------------------------------------------- attachments and joints (kernels/rigid.py)
 @wp.func
 def body_rows_assemble(
-    w: int, lane: int, first: int, last: int, m_attach: ModelData, b: BodyData, s: StepData,
-    residual_sq: wp.array(dtype=float), residual_base: int,
+    w: int,
+    lane: int,
+    first: int,
+    last: int,
+    m_attach: ModelData,
+    b: BodyData,
+    s: StepData,
+    residual_sq: wp.array(dtype=float),
+    residual_base: int,
 ):
     n = b.attachment_count + b.joint_count
     for k in range(first + lane, last, wp.block_dim()):
         # the Jacobians are taken at x⁻ (fixed for the step); the linearisation pass writes rows too, which the first
         # iteration writes again
         assemble_body_row(
-            w * n + k, m_attach, b, s.h, s.x_start, s.v, s.body_x_start, s.body_v, s.lam, s.bjac, s.jac.row_compliance,
-            s.rhs, s.diag, residual_sq, residual_base,
+            w * n + k,
+            m_attach,
+            b,
+            s.h,
+            s.x_start,
+            s.v,
+            s.body_x_start,
+            s.body_v,
+            s.lam,
+            s.bjac,
+            s.jac.row_compliance,
+            s.rhs,
+            s.diag,
+            residual_sq,
+            residual_base,
         )
 
 
 @wp.func
 def body_rows_gather(
-    w: int, lane: int, first: int, last: int, m: ModelData, b: BodyData, s: StepData,
-    particle_impulse: wp.array(dtype=wp.vec3), body_impulse: wp.array(dtype=wp.spatial_vector), x: wp.array(dtype=float),
+    w: int,
+    lane: int,
+    first: int,
+    last: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    x: wp.array(dtype=float),
     y: wp.array(dtype=float),
 ):
     n = b.attachment_count + b.joint_count
     for k in range(first + lane, last, wp.block_dim()):
-        gather_body_row(w * n + k, m, b, s.bjac, s.h, s.body_x_start, s.body_v, particle_impulse, body_impulse, s.jac.row_compliance, x, y)
+        gather_body_row(
+            w * n + k,
+            m,
+            b,
+            s.bjac,
+            s.h,
+            s.body_x_start,
+            s.body_v,
+            particle_impulse,
+            body_impulse,
+            s.jac.row_compliance,
+            x,
+            y,
+        )
 
 
 @wp.func
 def body_rows_block(
-    w: int, lane: int, first: int, last: int, m: ModelData, b: BodyData, s: StepData, bb: BodyBlocks,
-    H: wp.array(dtype=wp.float64), row_d: wp.array(dtype=float),
+    w: int,
+    lane: int,
+    first: int,
+    last: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    bb: BodyBlocks,
+    H: wp.array(dtype=wp.float64),
+    row_d: wp.array(dtype=float),
 ):
     n = b.attachment_count + b.joint_count
     for k in range(first + lane, last, wp.block_dim()):
@@ -259,49 +463,103 @@ def attachment_linearise(w: int, lane: int, m_rows: ModelData, m_attach: ModelDa
 
 @wp.func
 def attachment_assemble(
-    w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData, newton_iteration: int,
-    primal_fem: int, residual_sq: wp.array(dtype=float), residual_base: int,
+    w: int,
+    lane: int,
+    m_rows: ModelData,
+    m_attach: ModelData,
+    b: BodyData,
+    s: StepData,
+    newton_iteration: int,
+    primal_fem: int,
+    residual_sq: wp.array(dtype=float),
+    residual_base: int,
 ):
     body_rows_assemble(w, lane, 0, b.attachment_count, m_attach, b, s, residual_sq, residual_base)
 
 
 @wp.func
 def attachment_gather(
-    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, particle_impulse: wp.array(dtype=wp.vec3),
-    body_impulse: wp.array(dtype=wp.spatial_vector), x: wp.array(dtype=float), y: wp.array(dtype=float),
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    x: wp.array(dtype=float),
+    y: wp.array(dtype=float),
 ):
     body_rows_gather(w, lane, 0, b.attachment_count, m, b, s, particle_impulse, body_impulse, x, y)
 
 
 @wp.func
-def attachment_body_block(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, bb: BodyBlocks, H: wp.array(dtype=wp.float64), row_d: wp.array(dtype=float)):
+def attachment_body_block(
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    bb: BodyBlocks,
+    H: wp.array(dtype=wp.float64),
+    row_d: wp.array(dtype=float),
+):
     body_rows_block(w, lane, 0, b.attachment_count, m, b, s, bb, H, row_d)
 
 
 @wp.func
 def joint_linearise(w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData):
     """Each joint row's Jacobian at the bodies' poses x⁻."""
-    body_rows_assemble(w, lane, b.attachment_count, b.attachment_count + b.joint_count, m_attach, b, s, s.scratch_residual, 0)
+    body_rows_assemble(
+        w, lane, b.attachment_count, b.attachment_count + b.joint_count, m_attach, b, s, s.scratch_residual, 0
+    )
 
 
 @wp.func
 def joint_assemble(
-    w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData, newton_iteration: int,
-    primal_fem: int, residual_sq: wp.array(dtype=float), residual_base: int,
+    w: int,
+    lane: int,
+    m_rows: ModelData,
+    m_attach: ModelData,
+    b: BodyData,
+    s: StepData,
+    newton_iteration: int,
+    primal_fem: int,
+    residual_sq: wp.array(dtype=float),
+    residual_base: int,
 ):
-    body_rows_assemble(w, lane, b.attachment_count, b.attachment_count + b.joint_count, m_attach, b, s, residual_sq, residual_base)
+    body_rows_assemble(
+        w, lane, b.attachment_count, b.attachment_count + b.joint_count, m_attach, b, s, residual_sq, residual_base
+    )
 
 
 @wp.func
 def joint_gather(
-    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, particle_impulse: wp.array(dtype=wp.vec3),
-    body_impulse: wp.array(dtype=wp.spatial_vector), x: wp.array(dtype=float), y: wp.array(dtype=float),
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    x: wp.array(dtype=float),
+    y: wp.array(dtype=float),
 ):
-    body_rows_gather(w, lane, b.attachment_count, b.attachment_count + b.joint_count, m, b, s, particle_impulse, body_impulse, x, y)
+    body_rows_gather(
+        w, lane, b.attachment_count, b.attachment_count + b.joint_count, m, b, s, particle_impulse, body_impulse, x, y
+    )
 
 
 @wp.func
-def joint_body_block(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, bb: BodyBlocks, H: wp.array(dtype=wp.float64), row_d: wp.array(dtype=float)):
+def joint_body_block(
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    bb: BodyBlocks,
+    H: wp.array(dtype=wp.float64),
+    row_d: wp.array(dtype=float),
+):
     body_rows_block(w, lane, b.attachment_count, b.attachment_count + b.joint_count, m, b, s, bb, H, row_d)
 
 
@@ -312,32 +570,83 @@ def body_contact_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s: 
     n = b.body_contact_count
     for k in range(lane, n, wp.block_dim()):
         assemble_body_contact(
-            w * n + k, m_rows, b, s.contact, s.h, 0, 1, s.body_x_start, s.body_v_start, s.body_v, s.shape_mu,
-            s.body_contact_lam_n_prev, s.lam, s.bjac, s.jac.row_compliance, s.rhs, s.diag, s.scratch_residual, 0,
+            w * n + k,
+            m_rows,
+            b,
+            s.contact,
+            s.h,
+            0,
+            1,
+            s.body_x_start,
+            s.body_v_start,
+            s.body_v,
+            s.shape_mu,
+            s.body_contact_lam_n_prev,
+            s.lam,
+            s.bjac,
+            s.jac.row_compliance,
+            s.rhs,
+            s.diag,
+            s.scratch_residual,
+            0,
         )
 
 
 @wp.func
 def body_contact_assemble(
-    w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData, newton_iteration: int,
-    primal_fem: int, residual_sq: wp.array(dtype=float), residual_base: int,
+    w: int,
+    lane: int,
+    m_rows: ModelData,
+    m_attach: ModelData,
+    b: BodyData,
+    s: StepData,
+    newton_iteration: int,
+    primal_fem: int,
+    residual_sq: wp.array(dtype=float),
+    residual_base: int,
 ):
     n = b.body_contact_count
     for k in range(lane, n, wp.block_dim()):
         assemble_body_contact(
-            w * n + k, m_rows, b, s.contact, s.h, newton_iteration, 0, s.body_x_start, s.body_v_start, s.body_v,
-            s.shape_mu, s.body_contact_lam_n_prev, s.lam, s.bjac, s.jac.row_compliance, s.rhs, s.diag, residual_sq, residual_base,
+            w * n + k,
+            m_rows,
+            b,
+            s.contact,
+            s.h,
+            newton_iteration,
+            0,
+            s.body_x_start,
+            s.body_v_start,
+            s.body_v,
+            s.shape_mu,
+            s.body_contact_lam_n_prev,
+            s.lam,
+            s.bjac,
+            s.jac.row_compliance,
+            s.rhs,
+            s.diag,
+            residual_sq,
+            residual_base,
         )
 
 
 @wp.func
 def body_contact_gather(
-    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, particle_impulse: wp.array(dtype=wp.vec3),
-    body_impulse: wp.array(dtype=wp.spatial_vector), x: wp.array(dtype=float), y: wp.array(dtype=float),
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    x: wp.array(dtype=float),
+    y: wp.array(dtype=float),
 ):
     n = b.body_contact_count
     for k in range(lane, n, wp.block_dim()):
-        gather_body_contact(w * n + k, m, b, s.bjac, s.h, s.body_x_start, s.body_v, body_impulse, s.jac.row_compliance, x, y)
+        gather_body_contact(
+            w * n + k, m, b, s.bjac, s.h, s.body_x_start, s.body_v, body_impulse, s.jac.row_compliance, x, y
+        )
 
 
 @wp.func
@@ -345,11 +654,22 @@ def body_contact_project(w: int, lane: int, m: ModelData, b: BodyData, s: StepDa
     if bodies != 0:
         n = b.body_contact_count
         for k in range(lane, n, wp.block_dim()):
-            project_body_friction(w * n + k, m, b, s.bjac, s.lam, s.body_contact_lam_n_prev, s.dlam, s.active_contacts, active_index)
+            project_body_friction(
+                w * n + k, m, b, s.bjac, s.lam, s.body_contact_lam_n_prev, s.dlam, s.active_contacts, active_index
+            )
 
 
 @wp.func
-def body_contact_body_block(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, bb: BodyBlocks, H: wp.array(dtype=wp.float64), row_d: wp.array(dtype=float)):
+def body_contact_body_block(
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    bb: BodyBlocks,
+    H: wp.array(dtype=wp.float64),
+    row_d: wp.array(dtype=float),
+):
     n = b.body_contact_count
     for k in range(lane, n, wp.block_dim()):
         body_contact_block(w * n + k, m, b, s.bjac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, H)
@@ -361,32 +681,85 @@ def particle_body_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s:
     n = m_rows.particle_body_count
     for k in range(lane, n, wp.block_dim()):
         assemble_particle_body_contact(
-            w * n + k, m_rows, b, s.contact, s.h, 0, 1, s.x_start, s.v_start, s.v, s.body_x_start, s.body_v_start,
-            s.body_v, s.particle_body_lam_n_prev, s.lam, s.jac, s.rhs, s.diag, s.scratch_residual, 0,
+            w * n + k,
+            m_rows,
+            b,
+            s.contact,
+            s.h,
+            0,
+            1,
+            s.x_start,
+            s.v_start,
+            s.v,
+            s.body_x_start,
+            s.body_v_start,
+            s.body_v,
+            s.particle_body_lam_n_prev,
+            s.lam,
+            s.jac,
+            s.rhs,
+            s.diag,
+            s.scratch_residual,
+            0,
         )
 
 
 @wp.func
 def particle_body_assemble(
-    w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData, newton_iteration: int,
-    primal_fem: int, residual_sq: wp.array(dtype=float), residual_base: int,
+    w: int,
+    lane: int,
+    m_rows: ModelData,
+    m_attach: ModelData,
+    b: BodyData,
+    s: StepData,
+    newton_iteration: int,
+    primal_fem: int,
+    residual_sq: wp.array(dtype=float),
+    residual_base: int,
 ):
     n = m_rows.particle_body_count
     for k in range(lane, n, wp.block_dim()):
         assemble_particle_body_contact(
-            w * n + k, m_rows, b, s.contact, s.h, newton_iteration, 0, s.x_start, s.v_start, s.v, s.body_x_start,
-            s.body_v_start, s.body_v, s.particle_body_lam_n_prev, s.lam, s.jac, s.rhs, s.diag, residual_sq, residual_base,
+            w * n + k,
+            m_rows,
+            b,
+            s.contact,
+            s.h,
+            newton_iteration,
+            0,
+            s.x_start,
+            s.v_start,
+            s.v,
+            s.body_x_start,
+            s.body_v_start,
+            s.body_v,
+            s.particle_body_lam_n_prev,
+            s.lam,
+            s.jac,
+            s.rhs,
+            s.diag,
+            residual_sq,
+            residual_base,
         )
 
 
 @wp.func
 def particle_body_gather(
-    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, particle_impulse: wp.array(dtype=wp.vec3),
-    body_impulse: wp.array(dtype=wp.spatial_vector), x: wp.array(dtype=float), y: wp.array(dtype=float),
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    x: wp.array(dtype=float),
+    y: wp.array(dtype=float),
 ):
     n = m.particle_body_count
     for k in range(lane, n, wp.block_dim()):
-        gather_particle_body_contact(w * n + k, m, b, s.jac, s.h, s.body_x_start, s.body_v, particle_impulse, body_impulse, x, y)
+        gather_particle_body_contact(
+            w * n + k, m, b, s.jac, s.h, s.body_x_start, s.body_v, particle_impulse, body_impulse, x, y
+        )
 
 
 @wp.func
@@ -394,11 +767,22 @@ def particle_body_project(w: int, lane: int, m: ModelData, b: BodyData, s: StepD
     if bodies != 0:
         n = m.particle_body_count
         for k in range(lane, n, wp.block_dim()):
-            project_particle_body_friction(w * n + k, m, s.jac, s.lam, s.particle_body_lam_n_prev, s.dlam, s.active_contacts, active_index)
+            project_particle_body_friction(
+                w * n + k, m, s.jac, s.lam, s.particle_body_lam_n_prev, s.dlam, s.active_contacts, active_index
+            )
 
 
 @wp.func
-def particle_body_body_block(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, bb: BodyBlocks, H: wp.array(dtype=wp.float64), row_d: wp.array(dtype=float)):
+def particle_body_body_block(
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    bb: BodyBlocks,
+    H: wp.array(dtype=wp.float64),
+    row_d: wp.array(dtype=float),
+):
     n = m.particle_body_count
     for k in range(lane, n, wp.block_dim()):
         particle_body_block(w * n + k, m, b, s.jac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, H)
@@ -407,21 +791,67 @@ def particle_body_body_block(w: int, lane: int, m: ModelData, b: BodyData, s: St
 # ------------------------------------------------------------------------------------------------- the table
 #: in row order (their index is their place); rows per element and kind as softsnake/sim/rows.py reports them
 FAMILIES = (
-    RowFamily("distance", DISTANCE, 1, "bilateral", linearise=distance_linearise, assemble=distance_assemble, gather=distance_gather),
+    RowFamily(
+        "distance",
+        DISTANCE,
+        1,
+        "bilateral",
+        linearise=distance_linearise,
+        assemble=distance_assemble,
+        gather=distance_gather,
+    ),
     RowFamily("tet", TET, 6, "elastic", linearise=tet_linearise, assemble=tet_assemble, gather=tet_gather),
-    RowFamily("contact", CONTACT, 3, "contact", contacts=contact_contacts, assemble=contact_assemble, gather=contact_gather, project=contact_project),
     RowFamily(
-        "attachment", ATTACHMENT, 3, "bilateral", linearise=attachment_linearise, assemble=attachment_assemble,
-        gather=attachment_gather, body_block=attachment_body_block,
+        "contact",
+        CONTACT,
+        3,
+        "contact",
+        contacts=contact_contacts,
+        assemble=contact_assemble,
+        gather=contact_gather,
+        project=contact_project,
     ),
-    RowFamily("joint", JOINT, 6, "bilateral", linearise=joint_linearise, assemble=joint_assemble, gather=joint_gather, body_block=joint_body_block),
     RowFamily(
-        "body_contact", BODY_CONTACT, 3, "contact", contacts=body_contact_contacts, assemble=body_contact_assemble,
-        gather=body_contact_gather, project=body_contact_project, body_block=body_contact_body_block,
+        "attachment",
+        ATTACHMENT,
+        3,
+        "bilateral",
+        linearise=attachment_linearise,
+        assemble=attachment_assemble,
+        gather=attachment_gather,
+        body_block=attachment_body_block,
     ),
     RowFamily(
-        "particle_body", PARTICLE_BODY, 3, "contact", contacts=particle_body_contacts, assemble=particle_body_assemble,
-        gather=particle_body_gather, project=particle_body_project, body_block=particle_body_body_block,
+        "joint",
+        JOINT,
+        6,
+        "bilateral",
+        linearise=joint_linearise,
+        assemble=joint_assemble,
+        gather=joint_gather,
+        body_block=joint_body_block,
+    ),
+    RowFamily(
+        "body_contact",
+        BODY_CONTACT,
+        3,
+        "contact",
+        contacts=body_contact_contacts,
+        assemble=body_contact_assemble,
+        gather=body_contact_gather,
+        project=body_contact_project,
+        body_block=body_contact_body_block,
+    ),
+    RowFamily(
+        "particle_body",
+        PARTICLE_BODY,
+        3,
+        "contact",
+        contacts=particle_body_contacts,
+        assemble=particle_body_assemble,
+        gather=particle_body_gather,
+        project=particle_body_project,
+        body_block=particle_body_body_block,
     ),
 )
 
@@ -435,4 +865,6 @@ assert all(int(f.index) == k for k, f in enumerate(FAMILIES)), "FAMILIES must be
 #: from its block matrix), those that act on rigid bodies (the rows' preconditioner)
 ALL_FAMILIES = wp.constant(sum(1 << k for k in range(len(FAMILIES))))
 WITHOUT_TETS = wp.constant(sum(1 << k for k, f in enumerate(FAMILIES) if f.name != "tet"))
-BODY_FAMILIES = wp.constant(sum(1 << k for k, f in enumerate(FAMILIES) if f.name in ("attachment", "joint", "body_contact", "particle_body")))
+BODY_FAMILIES = wp.constant(
+    sum(1 << k for k, f in enumerate(FAMILIES) if f.name in ("attachment", "joint", "body_contact", "particle_body"))
+)

@@ -13,6 +13,20 @@ so Schur diagonal compliance is α/(h(h+β)) and the right-hand side is −φ (d
 import warp as wp
 
 from .contact import shape_signed_distance, tangent_basis
+from .data import (
+    ATTACHMENT,
+    DISTANCE,
+    JOINT,
+    PARTICLE_BODY,
+    TET,
+    ContactSettings,
+    Jacobian,
+    ModelData,
+    contact_row0,
+    family_element0,
+    family_row0,
+    load6,
+)
 from .friction import assemble_contact_rows, contact_slot_off, switch_off_contact_rows
 from .tet import (
     polar_rotation,
@@ -25,9 +39,7 @@ from .tet import (
     tet_strain,
     write_tet_forces,
 )
-from .data import ATTACHMENT, DISTANCE, JOINT, PARTICLE_BODY, TET, ContactSettings, Jacobian, ModelData, contact_row0, family_element0, family_row0, load6
 from .types import vec6
-
 
 #: a rest-length scale (``Control.distance_rest_scale``) below zero switches a distance constraint off in that world
 DISTANCE_OFF = wp.constant(-1.0)
@@ -172,7 +184,10 @@ def assemble_particle_element(
             phi_r = (strain[r] + beta * jv) * inv_hb + clam[r]
             rhs[row0 + r] = -phi_r
             diag[row0 + r] = (
-                i0 * wp.dot(g0, g0) + i1 * wp.dot(g1, g1) + i2 * wp.dot(g2, g2) + i3 * wp.dot(g3, g3)
+                i0 * wp.dot(g0, g0)
+                + i1 * wp.dot(g1, g1)
+                + i2 * wp.dot(g2, g2)
+                + i3 * wp.dot(g3, g3)
                 + tet_compliance_diagonal(r, nu, scale)
             )
             res += phi_r * phi_r
@@ -187,7 +202,13 @@ def assemble_particle_element(
             # multipliers) when the list was written
             if p >= 0:
                 s = jac.contact_shape[k]
-                sd0 = shape_signed_distance(m.shape_type[s], m.shape_pos[s], m.shape_rot[s], m.shape_params[s], x_start[pbase + p] + v_lin[pbase + p] * h)
+                sd0 = shape_signed_distance(
+                    m.shape_type[s],
+                    m.shape_pos[s],
+                    m.shape_rot[s],
+                    m.shape_params[s],
+                    x_start[pbase + p] + v_lin[pbase + p] * h,
+                )
                 jac.contact_frame[k] = tangent_basis(wp.vec3(sd0[1], sd0[2], sd0[3]), m.shape_rot[s])
             return
         frame = jac.contact_frame[k]
@@ -202,15 +223,30 @@ def assemble_particle_element(
             sd = shape_signed_distance(m.shape_type[s], m.shape_pos[s], m.shape_rot[s], m.shape_params[s], x)
             gap = sd[0] - m.particle_radius[p]
             res = assemble_contact_rows(
-                row0, frame, vp, gap / h, inv_m, inv_m, inv_m, shape_mu[w * m.shape_count + s], contact_lam_n_prev[k], newton_iteration,
-                contact, lam, jac.row_compliance, rhs, diag,
+                row0,
+                frame,
+                vp,
+                gap / h,
+                inv_m,
+                inv_m,
+                inv_m,
+                shape_mu[w * m.shape_count + s],
+                contact_lam_n_prev[k],
+                newton_iteration,
+                contact,
+                lam,
+                jac.row_compliance,
+                rhs,
+                diag,
             )
     if res > 0.0:
         wp.atomic_add(residual_sq, residual_base + w, res)
 
 
 @wp.func
-def add_contact_transpose_product(acc: wp.vec3, m: ModelData, jac: Jacobian, x: wp.array(dtype=float), w: int, p: int) -> wp.vec3:
+def add_contact_transpose_product(
+    acc: wp.vec3, m: ModelData, jac: Jacobian, x: wp.array(dtype=float), w: int, p: int
+) -> wp.vec3:
     """acc + Σ Fᵀ x over the contact slots of particle p in world w (one run of the step's list, in slot order, added
     one by one so the sum rounds as it would with the slots among the particle's other rows)."""
     first = jac.contact_first[w * m.particle_count + p]

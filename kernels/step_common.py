@@ -34,7 +34,9 @@ class ContactListData:
 @wp.func
 def is_contact_row(m: ModelData, r: int) -> bool:
     """Row r of a world belongs to a contact family (particle–shape contacts, or the body contact families)."""
-    return (r >= m.layout.row_start[CONTACT] and r < m.layout.row_start[CONTACT + 1]) or r >= m.layout.row_start[BODY_CONTACT]
+    return (r >= m.layout.row_start[CONTACT] and r < m.layout.row_start[CONTACT + 1]) or r >= m.layout.row_start[
+        BODY_CONTACT
+    ]
 
 
 @wp.kernel
@@ -51,10 +53,34 @@ def predict(
     lanes = wp.block_dim()
     n = m.particle_count
     for i in range(lane, n, lanes):
-        predict_particle(w * n + i, n, m.particle_inv_mass, s.gravity, s.h, s.particle_q, s.particle_qd, s.particle_f, s.x_start, s.v_start, s.v)
+        predict_particle(
+            w * n + i,
+            n,
+            m.particle_inv_mass,
+            s.gravity,
+            s.h,
+            s.particle_q,
+            s.particle_qd,
+            s.particle_f,
+            s.x_start,
+            s.v_start,
+            s.v,
+        )
     n = b.body_count
     for i in range(lane, n, lanes):
-        predict_body(w * n + i, b, s.gravity, s.h, s.body_q, s.body_qd, s.body_f, s.body_x_start, s.body_v_start, s.body_v, s.body_momentum)
+        predict_body(
+            w * n + i,
+            b,
+            s.gravity,
+            s.h,
+            s.body_q,
+            s.body_qd,
+            s.body_f,
+            s.body_x_start,
+            s.body_v_start,
+            s.body_v,
+            s.body_momentum,
+        )
     W = s.worlds
     N = s.newton_iterations
     L = s.linear_iterations
@@ -75,7 +101,15 @@ def predict(
 
 
 @wp.func
-def contact_list_offsets_block(w: int, lane: int, n: int, capacity: int, count: wp.array(dtype=int), offset: wp.array(dtype=int), overflow: wp.array(dtype=int)):
+def contact_list_offsets_block(
+    w: int,
+    lane: int,
+    n: int,
+    capacity: int,
+    count: wp.array(dtype=int),
+    offset: wp.array(dtype=int),
+    overflow: wp.array(dtype=int),
+):
     """The running sum of contact_list_offsets, shared by the lanes: each lane sums a contiguous run of particles,
     an exclusive scan over the lanes gives each run's start (the same offsets as a serial sum)."""
     lanes = wp.block_dim()
@@ -127,8 +161,25 @@ def collide(
     block_sync()
     for p in range(lane, n, lanes):
         list_contact_candidates(
-            w * n + p, m, s.contact, s.h, s.x_start, s.v_start, s.v, c.lam_prev, c.old_lam_n, c.old_first, c.old_num,
-            c.old_shape, c.bvh, 0, c.offset, c.count, s.jac, s.lam, s.contact_lam_n_prev,
+            w * n + p,
+            m,
+            s.contact,
+            s.h,
+            s.x_start,
+            s.v_start,
+            s.v,
+            c.lam_prev,
+            c.old_lam_n,
+            c.old_first,
+            c.old_num,
+            c.old_shape,
+            c.bvh,
+            0,
+            c.offset,
+            c.count,
+            s.jac,
+            s.lam,
+            s.contact_lam_n_prev,
         )
     block_sync()
     contact_list_offsets_block(w, lane, n, K, c.count, c.offset, c.overflow)
@@ -138,8 +189,25 @@ def collide(
     block_sync()
     for p in range(lane, n, lanes):
         list_contact_candidates(
-            w * n + p, m, s.contact, s.h, s.x_start, s.v_start, s.v, c.lam_prev, c.old_lam_n, c.old_first, c.old_num,
-            c.old_shape, c.bvh, 1, c.offset, c.count, s.jac, s.lam, s.contact_lam_n_prev,
+            w * n + p,
+            m,
+            s.contact,
+            s.h,
+            s.x_start,
+            s.v_start,
+            s.v,
+            c.lam_prev,
+            c.old_lam_n,
+            c.old_first,
+            c.old_num,
+            c.old_shape,
+            c.bvh,
+            1,
+            c.offset,
+            c.count,
+            s.jac,
+            s.lam,
+            s.contact_lam_n_prev,
         )
     block_sync()
     contacts_world(w, lane, m, b, s)

@@ -40,7 +40,9 @@ class DualData:
 
 
 @wp.func
-def schur_product_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, x: wp.array(dtype=float), y: wp.array(dtype=float)) -> float:
+def schur_product_world(
+    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, x: wp.array(dtype=float), y: wp.array(dtype=float)
+) -> float:
     """y = (J M⁻¹ Jᵀ + C) x on world w's rows; returns x·y (rows in order)."""
     scatter_world_particles(w, lane, m, s, x, s.tet_force, 0, s.impulse)
     if b.body_count > 0:
@@ -54,7 +56,16 @@ def schur_product_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepDat
 
 
 @wp.func
-def assemble_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, newton_iteration: int, residual_sq: wp.array(dtype=float), residual_base: int):
+def assemble_world(
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    newton_iteration: int,
+    residual_sq: wp.array(dtype=float),
+    residual_base: int,
+):
     assemble_world_rows(w, lane, m, m, b, s, newton_iteration, 0, residual_sq, residual_base)
 
 

@@ -9,8 +9,19 @@ import warp as wp
 
 from .block import STAGE_MODULE_OPTIONS, block_sum, block_sum_vec3, block_sync
 from .body_precond import BodyBlocks, cluster_solve, woodbury_row
-from .data import BODY_CONTACT, CONTACT, TET, BodyData, ModelData, StepData
-from .minres import BETA1, PHIBAR, SLOTS, MinresScalars, SaddleVector, minres_lanczos, minres_start, minres_update, row_index, store_scalars
+from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
+from .minres import (
+    BETA1,
+    PHIBAR,
+    SLOTS,
+    MinresScalars,
+    SaddleVector,
+    minres_lanczos,
+    minres_start,
+    minres_update,
+    row_index,
+    store_scalars,
+)
 from .primal import (
     bilateral_row,
     coarse_restrict,
@@ -21,11 +32,10 @@ from .primal import (
     start_velocity,
     warm_start_scale,
 )
-from .schur import particle_transpose_product
-from .stiffness import StiffnessPattern, assemble_block, block_row_times, rotate_gradients
 from .rigid import apply_body_impulse
 from .row_families import BODY_FAMILIES, WITHOUT_TETS
-from .rigid_contact import body_transpose_product
+from .schur import particle_transpose_product
+from .stiffness import StiffnessPattern, assemble_block, block_row_times, rotate_gradients
 from .world_rows import (
     apply_world_body_impulses,
     assemble_world_rows,
@@ -120,7 +130,17 @@ class PrimalData:
 
 
 @wp.func
-def saddle_product_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, x: SaddleVector, y: SaddleVector, negate_rows: int):
+def saddle_product_world(
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    p: PrimalData,
+    x: SaddleVector,
+    y: SaddleVector,
+    negate_rows: int,
+):
     """y = [[A, −J_pᵀ], [−J_p, −S]] x for world w; with ``negate_rows = 0`` y's row part gets its negative,
     J_p x_v + S x_l (MINRES folds the sign into its Lanczos step). A x_v = M x_v + A_el x_v with the step's block
     matrix; kinematic particles have identity rows. mass_xv = M x_v, which the row gathers turn back into x_v."""
@@ -131,7 +151,11 @@ def saddle_product_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepDa
         mp = p.mass[i]
         if mp > 0.0:
             xm = x.v[k] * mp
-            y.v[k] = xm + block_row_times(w, i, n, p.stiffness, x.v) - particle_transpose_product(m, s.jac, x.l, s.tet_force, 2, w, i)
+            y.v[k] = (
+                xm
+                + block_row_times(w, i, n, p.stiffness, x.v)
+                - particle_transpose_product(m, s.jac, x.l, s.tet_force, 2, w, i)
+            )
             p.mass_xv[k] = xm
         else:
             y.v[k] = x.v[k]
@@ -152,7 +176,9 @@ def saddle_product_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepDa
 
 
 @wp.func
-def saddle_preconditioner_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, r: SaddleVector, z: SaddleVector):
+def saddle_preconditioner_world(
+    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, r: SaddleVector, z: SaddleVector
+):
     """z = blockdiag(two-level A⁻¹ approximation, rows' preconditioner) r for world w: particles D⁻¹ + R P A_c⁻¹ Pᵀ Rᵀ;
     rows their Schur diagonal, or with rigid bodies (D + J_b M_b⁻¹ J_bᵀ)⁻¹ by the Woodbury identity
     (kernels/body_precond.py)."""
@@ -160,7 +186,20 @@ def saddle_preconditioner_world(w: int, lane: int, m: ModelData, b: BodyData, s:
     n = m.particle_count
     if p.use_coarse != 0:
         for j in range(lane, p.nodes, lanes):
-            coarse_restrict(w, j, n, p.nodes, p.soft_bodies, p.node_start, p.node_particles, p.node_weights, p.node_body, p.rotation, r.v, p.rc)
+            coarse_restrict(
+                w,
+                j,
+                n,
+                p.nodes,
+                p.soft_bodies,
+                p.node_start,
+                p.node_particles,
+                p.node_weights,
+                p.node_body,
+                p.rotation,
+                r.v,
+                p.rc,
+            )
         block_sync()
         dofs = 3 * p.nodes
         for k in range(lane, dofs, lanes):
@@ -168,8 +207,19 @@ def saddle_preconditioner_world(w: int, lane: int, m: ModelData, b: BodyData, s:
         block_sync()
     for i in range(lane, n, lanes):
         precondition_particle(
-            w * n + i, n, p.nodes, p.soft_bodies, p.diag_v, p.body_of_particle, p.node_index, p.node_weight, p.rotation,
-            p.use_coarse, p.yc, r.v, z.v,
+            w * n + i,
+            n,
+            p.nodes,
+            p.soft_bodies,
+            p.diag_v,
+            p.body_of_particle,
+            p.node_index,
+            p.node_weight,
+            p.rotation,
+            p.use_coarse,
+            p.yc,
+            r.v,
+            z.v,
         )
     R = m.row_count
     if p.body_blocks != 0:
@@ -180,7 +230,19 @@ def saddle_preconditioner_world(w: int, lane: int, m: ModelData, b: BodyData, s:
         block_sync()
         scatter_world_bodies(w, lane, m, b, s, p.t_rows, p.f_body)
         for c in range(lane, p.clusters, lanes):
-            cluster_solve(w * p.clusters + c, b, p.bb, p.clusters, s.h, s.body_x_start, s.body_v, p.H, p.f_body, p.H_work, p.imp_body)
+            cluster_solve(
+                w * p.clusters + c,
+                b,
+                p.bb,
+                p.clusters,
+                s.h,
+                s.body_x_start,
+                s.body_v,
+                p.H,
+                p.f_body,
+                p.H_work,
+                p.imp_body,
+            )
         block_sync()
         gather_world_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, BODY_FAMILIES)
         for k in range(lane, p.free_rows, lanes):
@@ -233,7 +295,17 @@ def saddle_preconditioner(
 
 
 @wp.func
-def assemble_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, newton_iteration: int, residual_sq: wp.array(dtype=float), residual_base: int):
+def assemble_world(
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    p: PrimalData,
+    newton_iteration: int,
+    residual_sq: wp.array(dtype=float),
+    residual_base: int,
+):
     """Rows at the iterate (tets: constitutive impulses) and the particles' momentum residual: residual_sq gets
     Σφ² + Σ|r_v/A_pp|² [m²/s²] and p.b the saddle right-hand side (−r_v, −rhs = φ)."""
     assemble_world_rows(w, lane, p.m_rows, p.m_attach, b, s, newton_iteration, 1, residual_sq, residual_base)
@@ -307,7 +379,8 @@ def warm_start(
     s: StepData,
     p: PrimalData,
 ):
-    """The start of the Newton iteration: the step's elastic block matrix; v = v⁻ for dynamic particles (the carried friction impulse joins the
+    """The start of the Newton iteration: the step's elastic block matrix; v = v⁻ for dynamic particles (the carried
+    friction impulse joins the
     prediction ṽ), the bodies take their part of the last cone projection and the carried multipliers, the soft bodies'
     rotations for the coarse space, and the scaled warm start of the bilateral multipliers (docs/solver.md, "Warm
     start": s ∈ [0, 1] minimising the parabola through the first residuals at s = 1, ½, 0)."""
@@ -333,7 +406,9 @@ def warm_start(
         apply_world_body_impulses(w, lane, m, b, s, s.lam)  # bodies: v_b = ṽ_b + M_b⁻¹J_bᵀλ (tets do not act on bodies)
     if p.use_coarse != 0:
         for c in range(lane, p.soft_bodies, lanes):
-            p.rotation[w * p.soft_bodies + c] = fit_body_rotation(w, c, n, p.body_start, p.body_particles, p.mass, p.rest, s.x_start)
+            p.rotation[w * p.soft_bodies + c] = fit_body_rotation(
+                w, c, n, p.body_start, p.body_particles, p.mass, p.rest, s.x_start
+            )
         block_sync()
     if p.warm_scaled == 0:
         return
@@ -395,7 +470,9 @@ def newton_assemble(
 
 
 @wp.func
-def minres_solve_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, iterations: int) -> int:
+def minres_solve_world(
+    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, iterations: int
+) -> int:
     """MINRES on world w's saddle system (right-hand side p.b, solution p.x), all ``iterations`` in this launch, or
     until the preconditioned residual fell by s.linear_tolerance; returns the iterations run. Pass k = −1 preconditions
     the right-hand side and starts the recurrence (one call site of the product and of the preconditioner)."""

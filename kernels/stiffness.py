@@ -24,7 +24,8 @@ from .data import Jacobian, ModelData
 class StiffnessPattern:
     """The block pattern of one world (softsnake/sim/stiffness.py builds it): block rows per particle (CSR
     ``row_start``/``col``), each block's contributions (CSR ``contrib_start`` over ``contrib``: 16·tet + 4·a + b, and
-    ``contrib_gg``: g_a·g_b), and ``blocks`` per world (worlds · blocks) with ``rotated`` (worlds · tets · 4) scratch."""
+    ``contrib_gg``: g_a·g_b), and ``blocks`` per world (worlds · blocks) with ``rotated`` (worlds · tets · 4)
+    scratch."""
 
     blocks_per_world: int
     row_start: wp.array(dtype=int)
@@ -73,7 +74,9 @@ def assemble_block(w: int, k: int, m: ModelData, lame: wp.array(dtype=wp.vec2), 
 
 
 @wp.func
-def block_row_times(w: int, p: int, particles_per_world: int, sp: StiffnessPattern, x: wp.array(dtype=wp.vec3)) -> wp.vec3:
+def block_row_times(
+    w: int, p: int, particles_per_world: int, sp: StiffnessPattern, x: wp.array(dtype=wp.vec3)
+) -> wp.vec3:
     """(A_el x) of particle p in world w: its block row times x, in column order."""
     acc = wp.vec3()
     base = w * sp.blocks_per_world

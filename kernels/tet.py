@@ -54,9 +54,15 @@ def polar_rotation(F: wp.mat33) -> wp.mat33:
 def tet_deformation_gradient(x0: wp.vec3, x1: wp.vec3, x2: wp.vec3, x3: wp.vec3, B: wp.mat33) -> wp.mat33:
     """F = [x1−x0, x2−x0, x3−x0] · B (columns are edge vectors)."""
     Ds = wp.mat33(
-        x1[0] - x0[0], x2[0] - x0[0], x3[0] - x0[0],
-        x1[1] - x0[1], x2[1] - x0[1], x3[1] - x0[1],
-        x1[2] - x0[2], x2[2] - x0[2], x3[2] - x0[2],
+        x1[0] - x0[0],
+        x2[0] - x0[0],
+        x3[0] - x0[0],
+        x1[1] - x0[1],
+        x2[1] - x0[1],
+        x3[1] - x0[1],
+        x1[2] - x0[2],
+        x2[2] - x0[2],
+        x3[2] - x0[2],
     )
     return Ds * B
 
@@ -116,9 +122,15 @@ def tet_vertex_forces(R: wp.mat33, B: wp.mat33, lam: vec6) -> wp.mat33:
     """J_tᵀ λ for vertices 1–3 as the columns of R·Λ·Bᵀ (vertex 0 gets minus their sum), where Λ is the symmetric
     tensor of the Voigt multipliers (Λ_ii = λ_ii, Λ_ij = Λ_ji = ½λ_ij): the transpose of tet_jacobian_times."""
     L = wp.mat33(
-        lam[0], 0.5 * lam[5], 0.5 * lam[4],
-        0.5 * lam[5], lam[1], 0.5 * lam[3],
-        0.5 * lam[4], 0.5 * lam[3], lam[2],
+        lam[0],
+        0.5 * lam[5],
+        0.5 * lam[4],
+        0.5 * lam[5],
+        lam[1],
+        0.5 * lam[3],
+        0.5 * lam[4],
+        0.5 * lam[3],
+        lam[2],
     )
     return R * L * wp.transpose(B)
 
@@ -168,7 +180,9 @@ def lame_stress(c: vec6, lam: float, mu: float) -> vec6:
 
 
 @wp.func
-def tet_constitutive_multiplier(strain_rate: vec6, nu: float, youngs: float, volume: float, h: float, beta: float) -> vec6:
+def tet_constitutive_multiplier(
+    strain_rate: vec6, nu: float, youngs: float, volume: float, h: float, beta: float
+) -> vec6:
     """λ_t = −C_t⁻¹·φ₀ with C_t⁻¹ = h(h+β)·V·D (kernels/tet.py): the impulse that zeroes the tet's rows."""
     s = tet_stiffness_times(strain_rate, nu, youngs)
     return -(h * (h + beta) * volume) * s

@@ -52,7 +52,9 @@ def assemble_world_rows(
     rows are assembled with (the primal step's effective particle masses), ``m_attach`` the one of the attachment rows
     (docs/solver.md, "Preconditioner"); with ``primal_fem`` the tets' impulses are the constitutive ones."""
     for f in range(wp.static(len(ASSEMBLY_ORDER))):
-        wp.static(ASSEMBLY_ORDER[f].assemble)(w, lane, m_rows, m_attach, b, s, newton_iteration, primal_fem, residual_sq, residual_base)
+        wp.static(ASSEMBLY_ORDER[f].assemble)(
+            w, lane, m_rows, m_attach, b, s, newton_iteration, primal_fem, residual_sq, residual_base
+        )
     block_sync()
 
 
@@ -74,7 +76,15 @@ def scatter_world_particles(
 
 
 @wp.func
-def scatter_world_bodies(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, x: wp.array(dtype=float), impulse: wp.array(dtype=wp.spatial_vector)):
+def scatter_world_bodies(
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    x: wp.array(dtype=float),
+    impulse: wp.array(dtype=wp.spatial_vector),
+):
     """impulse = J_bᵀx per rigid body of world w (one lane per body, its incidence list in order)."""
     for i in range(lane, b.body_count, wp.block_dim()):
         impulse[w * b.body_count + i] = body_transpose_product(w, i, m, b, s.bjac, s.jac, x)

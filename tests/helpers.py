@@ -54,7 +54,14 @@ def probe_first_linear_solve(sim, reference_iterations: int = 0) -> dict:
             zv, zl = (wp.zeros_like(a) for a in primal.b)
             primal.matvec(*primal.b, pv, pl)
             primal.precondition(*primal.b, zv, zl)
-            out.update(b_v=primal.b[0].numpy().copy(), b_l=primal.b[1].numpy().copy(), Ab_v=pv.numpy(), Ab_l=pl.numpy(), Pb_v=zv.numpy(), Pb_l=zl.numpy())
+            out.update(
+                b_v=primal.b[0].numpy().copy(),
+                b_l=primal.b[1].numpy().copy(),
+                Ab_v=pv.numpy(),
+                Ab_l=pl.numpy(),
+                Pb_v=zv.numpy(),
+                Pb_l=zl.numpy(),
+            )
             original(self, it, iterations)
             out.update(x_v=primal.x[0].numpy().copy(), x_l=primal.x[1].numpy().copy())
             av, al = (wp.zeros_like(a) for a in primal.b)

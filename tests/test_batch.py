@@ -13,7 +13,9 @@ def build(worlds, mu=(0.4, 0.8), cells=2):
     """A soft 6 cm cube thrown at (0.3, 0.1, 0) m/s from 2 cm above anisotropic ground, and a compliant pendulum."""
     b = ss.ModelBuilder()
     mesh = ss.box_tet_mesh((0.06, 0.06, 0.06), (cells, cells, cells), origin=(-0.03, -0.03, 0.02))
-    b.add_soft_mesh(mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=1.0e5, poisson_ratio=0.3, vel=(0.3, 0.1, 0.0))
+    b.add_soft_mesh(
+        mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=1.0e5, poisson_ratio=0.3, vel=(0.3, 0.1, 0.0)
+    )
     pin = b.add_particle((0.0, 0.0, 0.3), mass=0.0)
     bob = b.add_particle((0.1, 0.0, 0.3), mass=0.05)
     b.add_distance(pin, bob, compliance=1e-4)
@@ -56,7 +58,10 @@ def test_batched_worlds_match_single_world_and_stay_independent():
 # prediction, 0.917 / 0.509 mm off (the soft cube's impact spreads over a few steps, and it slides on for ~15 steps
 # after the prediction has stopped it at landing: μ·0.63 m/s of normal impulse exceeds the 0.32 m/s throw); deepest
 # penetration 1.66 / 4.40 µm; fastest particle at the end 3.1 / 8.7 µm/s
-@pytest.mark.parametrize("mu, cells, slide_bound, depth_bound, speed_bound", [((0.4, 0.8), 2, 2.8e-3, 5.0e-6, 9.4e-6), (0.5, 4, 1.5e-3, 1.3e-5, 2.6e-5)])
+@pytest.mark.parametrize(
+    "mu, cells, slide_bound, depth_bound, speed_bound",
+    [((0.4, 0.8), 2, 2.8e-3, 5.0e-6, 9.4e-6), (0.5, 4, 1.5e-3, 1.3e-5, 2.6e-5)],
+)
 def test_thrown_cube_lands_and_stops_as_coulomb_predicts(mu, cells, slide_bound, depth_bound, speed_bound):
     """The thrown cube at the budget: at rest after 2 s, no penetration, and its slide against the Coulomb impact
     prediction: a point mass thrown the same way, stepped by implicit Euler with an inelastic contact and the

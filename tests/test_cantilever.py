@@ -7,10 +7,10 @@ K u = f on the same mesh with scipy's sparse direct solver. Ratios to Euler-Bern
 
 import numpy as np
 import pytest
-from softsnake.reference_fem import cantilever_tip_deflection, linear_fem_displacement
 
 import softsnake as ss
 from helpers import TEST_DEVICE
+from softsnake.reference_fem import cantilever_tip_deflection, linear_fem_displacement
 
 LENGTH, DEPTH, YOUNGS, DENSITY, G = 0.16, 0.02, 1.0e7, 1000.0, 9.81  # L/depth = 8; tip deflection ≈ 1% of L
 
@@ -49,7 +49,10 @@ def test_cantilever_matches_linear_fem(n, tip_bound, swing_bound):
     ref = linear_fem_displacement(mesh.vertices, mesh.tets, YOUNGS, 0.3, DENSITY, (0, 0, -G), clamp)
     engine_tip, ref_tip = -u[tip, 2].mean(), -ref[tip, 2].mean()
     beam = cantilever_tip_deflection(LENGTH, DEPTH, DEPTH, YOUNGS, 0.3, DENSITY, G)
-    print(f"\n{8*n}x{n}x{n} cubes ({len(mesh.tets)} tets): engine/FEM = {engine_tip/ref_tip:.4f}, FEM/beam = {ref_tip/beam:.3f}")
+    print(
+        f"\n{8 * n}x{n}x{n} cubes ({len(mesh.tets)} tets): engine/FEM = {engine_tip / ref_tip:.4f}, FEM/beam = "
+        f"{ref_tip / beam:.3f}"
+    )
     assert engine_tip == pytest.approx(ref_tip, rel=tip_bound)
     assert swing < swing_bound * ref_tip  # settled: no steady swing over the last 0.5 s
 

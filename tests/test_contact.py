@@ -53,4 +53,6 @@ def test_particle_rests_on_static_shape(shape, top):
     assert x[2] == pytest.approx(top, abs=9e-8)
     assert np.abs(x[:2]).max() < 9e-10
     ln, _ = solver.contact_impulses()
-    assert ln[0, p, 0] == pytest.approx(0.1 * 9.81 * solver.dt, rel=4.5e-5)  # the shape carries the weight: measured ≤ 1.5e-5
+    assert ln[0, p, 0] == pytest.approx(
+        0.1 * 9.81 * solver.dt, rel=4.5e-5
+    )  # the shape carries the weight: measured ≤ 1.5e-5

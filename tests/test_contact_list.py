@@ -94,7 +94,8 @@ def test_carried_list_resumes_bit_for_bit_and_a_state_without_the_list_is_refuse
     for _ in range(4):
         again.step(resumed)
     assert np.array_equal(resumed.particle_q.numpy(), state.particle_q.numpy())
-    # a solver state without the contact list (the dense layout of versions before it) is refused, naming what is missing
+    # a solver state without the contact list (the dense layout of versions before it) is refused, naming what is
+    # missing
     old = {k: v for k, v in saved.items() if not k.startswith("contact_") or k == "contact_lam_n_prev"}
     with pytest.raises(ValueError, match="contact_first"):
         ss.Solver(model).restore_carried_state(old)
@@ -127,7 +128,9 @@ def test_bvh_broadphase_gives_the_list_of_the_full_scan(monkeypatch):
     scan, scan_state, scan_normal = _cube_on_a_bed_of_posts(10**9, monkeypatch)
     bvh, bvh_state, bvh_normal = _cube_on_a_bed_of_posts(1, monkeypatch)
     assert scan.contact_list.data.bvh.active == 0 and bvh.contact_list.data.bvh.active == 1
-    assert ((bvh_normal > 0).sum(axis=2) > 1).sum() >= 5  # particles pressing on two shapes at once: the runs are sorted
+    assert (
+        (bvh_normal > 0).sum(axis=2) > 1
+    ).sum() >= 5  # particles pressing on two shapes at once: the runs are sorted
     assert (bvh_normal[..., 1:37] > 0).any()  # the posts carry the cube
     np.testing.assert_array_equal(bvh_state.particle_q.numpy(), scan_state.particle_q.numpy())
     np.testing.assert_array_equal(bvh_normal, scan_normal)

@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-from helpers import TEST_DEVICE
 
 import softsnake as ss
+from helpers import TEST_DEVICE
 
 
 @pytest.mark.parametrize("worlds", [1, 3])

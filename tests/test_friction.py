@@ -51,13 +51,16 @@ def test_friction_never_exceeds_cone_under_large_push():
     model, _ = block_on_ground((0.0, 0.0, -9.81), MU)
     state, control = model.state(), model.control()
     push = 4.0 * MU * 9.81  # tangential acceleration demand, 4× what friction can hold
-    control.particle_f.assign(np.tile([push, 0.3 * push, 0.0], (model.particle_count, 1)) * model.particle_mass[:, None])
+    control.particle_f.assign(
+        np.tile([push, 0.3 * push, 0.0], (model.particle_count, 1)) * model.particle_mass[:, None]
+    )
     solver = ss.Solver(model, dt=DT)
     steps = 60
-    for k in range(steps):
+    for _ in range(steps):
         solver.step(state, control)
         ln, lf = solver.contact_impulses()
-        # the projection is exact to float32 round-off: measured |λ_f| ≤ 1.0000001 / 1.0000002 μλ_n per contact / in total
+        # the projection is exact to float32 round-off: measured |λ_f| ≤ 1.0000001 / 1.0000002 μλ_n per contact / in
+        # total
         per_contact = np.linalg.norm(lf[0], axis=-1)
         assert np.all(per_contact <= MU * np.maximum(ln[0], 0) * (1 + 4e-7) + 1e-12)
         total_f = np.linalg.norm(lf[0].sum(axis=(0, 1)))
@@ -76,7 +79,8 @@ def test_anisotropic_friction_thresholds_along_two_axes():
     along_x = run_incline(theta, mu, axis="x", seconds=0.5)
     along_y = run_incline(theta, mu, axis="y", seconds=0.5, **STICK)
     # slides along the low-friction axis: implicit Euler from rest under a = g(sin θ − μ1 cos θ) moves h²a·n(n+1)/2 in n
-    # steps, 223.0 mm in 0.5 s; measured 224.2 mm (+1.2 mm: the first steps build the normal load up) and 1.2 µm sideways
+    # steps, 223.0 mm in 0.5 s; measured 224.2 mm (+1.2 mm: the first steps build the normal load up) and 1.2 µm
+    # sideways
     a = 9.81 * (np.sin(theta) - mu[0] * np.cos(theta))
     n = len(along_x) - 1
     assert along_x[-1, 0] - along_x[0, 0] == pytest.approx(DT * DT * a * n * (n + 1) / 2, abs=3.6e-3)

@@ -21,12 +21,16 @@ def test_every_kernel_marks_its_argument_groups():
             first_param = node.args.args[0].lineno
             signature = lines[node.lineno : first_param - 1]  # the lines between "def name(" and the first parameter
             marker = [re.fullmatch(r"\s*# (.+):", line) for line in signature]
-            assert marker and marker[-1] and marker[-1].group(1) in MARKERS, f"{path.name}:{node.lineno} {node.name}: no group marker before its first parameter"
+            assert marker and marker[-1] and marker[-1].group(1) in MARKERS, (
+                f"{path.name}:{node.lineno} {node.name}: no group marker before its first parameter"
+            )
             body = lines[first_param - 1 : node.body[0].lineno - 1]
             for line in body:
                 m = re.fullmatch(r"\s*# (.+):", line)
                 if m:
-                    assert m.group(1) in MARKERS, f"{path.name}:{node.lineno} {node.name}: unknown group marker {m.group(1)!r}"
+                    assert m.group(1) in MARKERS, (
+                        f"{path.name}:{node.lineno} {node.name}: unknown group marker {m.group(1)!r}"
+                    )
             checked += 1
     assert checked >= 20  # every stage kernel and the small ones
 
@@ -41,11 +45,18 @@ def test_stage_modules_are_rebuilt_when_any_kernel_source_changes(tmp_path):
     from softsnake.kernels.block import kernels_source_digest
 
     digest = kernels_source_digest()
-    for module in (step_common.predict, step_primal.warm_start, step_dual.warm_start, step_body_blocks.factor_body_blocks):
+    for module in (
+        step_common.predict,
+        step_primal.warm_start,
+        step_dual.warm_start,
+        step_body_blocks.factor_body_blocks,
+    ):
         assert module.module.options["softsnake_kernels_source"] == digest
     for path in KERNELS.glob("*.py"):
         shutil.copy(path, tmp_path / path.name)
     assert kernels_source_digest(tmp_path) == digest
     friction = tmp_path / "friction.py"
-    friction.write_text(friction.read_text().replace("return wp.vec2(a1 * k, a2 * k)", "return wp.vec2(a1 * k, a2 * k)  # edited"))
+    friction.write_text(
+        friction.read_text().replace("return wp.vec2(a1 * k, a2 * k)", "return wp.vec2(a1 * k, a2 * k)  # edited")
+    )
     assert kernels_source_digest(tmp_path) != digest

@@ -6,9 +6,9 @@ GPU, where the count is the captured graph's node count."""
 import dataclasses
 
 import pytest
-from helpers import TEST_DEVICE
 
 import softsnake as ss
+from helpers import TEST_DEVICE
 from softsnake.scenes import soft_slab_on_ground
 from softsnake.sim.launches import counted_launches, launches_per_step
 

@@ -1,15 +1,16 @@
 """The primal-FEM step (docs/solver.md): its saddle-point operator, preconditioner and coarse space.
 
 MINRES needs a symmetric operator and a symmetric positive-definite preconditioner; both are checked column by column on
-a small scene with every row family that can meet a soft body (ground contact with friction, distance rows, particle–body
+a small scene with every row family that can meet a soft body (ground contact with friction, distance rows,
+particle–body
 attachments, a joint, a rigid body on the ground)."""
 
 import numpy as np
 import pytest
 import warp as wp
-from helpers import TEST_DEVICE
 
 import softsnake as ss
+from helpers import TEST_DEVICE
 from softsnake.kernels import minres as kmr
 from softsnake.kernels import primal as kp
 from softsnake.sim.coarse_space import build_coarse_space
@@ -61,7 +62,11 @@ def test_minres_solution_matches_a_direct_solve():
         if captured:
             return solve(primal, it, iterations)
         K, index = primal.dense(primal.matvec)
-        captured.update(K=K.astype(np.float64), index=index, b=np.concatenate([primal.b[0].numpy().ravel(), primal.b[1].numpy()]).astype(np.float64)[index])
+        captured.update(
+            K=K.astype(np.float64),
+            index=index,
+            b=np.concatenate([primal.b[0].numpy().ravel(), primal.b[1].numpy()]).astype(np.float64)[index],
+        )
         solve(primal, it, 400)
         captured["x"] = np.concatenate([primal.x[0].numpy().ravel(), primal.x[1].numpy()]).astype(np.float64)[index]
         captured["phibar"] = primal.sc.numpy().reshape(model.worlds, kmr.SLOTS)[:, kmr.PHIBAR].copy()
@@ -91,9 +96,18 @@ def beam_coarse_space(cells, along: int = 30, **kw):
     free = np.ones(n, dtype=bool)
     free[mesh.vertices[:, 0] < 1e-9] = False
     cs = build_coarse_space(
-        rest=mesh.vertices, mass=np.full(n, 1e-5), inv_mass=np.where(free, 1e5, 0.0), tets=mesh.tets,
-        rest_inverse=np.linalg.inv(Dm), volume=np.abs(np.linalg.det(Dm)) / 6, youngs=np.full(ntet, 5e6),
-        poisson=np.full(ntet, 0.3), damping=np.zeros(ntet), h=1.0 / 120.0, cells_long_axis=cells, **kw,
+        rest=mesh.vertices,
+        mass=np.full(n, 1e-5),
+        inv_mass=np.where(free, 1e5, 0.0),
+        tets=mesh.tets,
+        rest_inverse=np.linalg.inv(Dm),
+        volume=np.abs(np.linalg.det(Dm)) / 6,
+        youngs=np.full(ntet, 5e6),
+        poisson=np.full(ntet, 0.3),
+        damping=np.zeros(ntet),
+        h=1.0 / 120.0,
+        cells_long_axis=cells,
+        **kw,
     )
     return cs, free
 
@@ -123,7 +137,15 @@ def test_coarse_space_is_a_partition_of_unity_and_never_finer_than_the_mesh():
 
 
 @wp.kernel
-def coarse_solve_kernel(nodes: int, node_body: wp.array(dtype=int), node_first: wp.array(dtype=int), inverse_start: wp.array(dtype=int), inverse: wp.array(dtype=wp.vec4), rc: wp.array(dtype=wp.vec4), yc: wp.array(dtype=float)):
+def coarse_solve_kernel(
+    nodes: int,
+    node_body: wp.array(dtype=int),
+    node_first: wp.array(dtype=int),
+    inverse_start: wp.array(dtype=int),
+    inverse: wp.array(dtype=wp.vec4),
+    rc: wp.array(dtype=wp.vec4),
+    yc: wp.array(dtype=float),
+):
     kp.coarse_solve(wp.tid(), nodes, node_body, node_first, inverse_start, inverse, rc, yc)
 
 
@@ -135,9 +157,17 @@ def test_coarse_blocks_are_padded_to_whole_vec4s_and_solved_exactly():
     Dm = np.transpose(x[:, 1:] - x[:, :1], (0, 2, 1))
     assert np.all(np.linalg.det(Dm) > 0.0)
     cs = build_coarse_space(
-        rest=verts, mass=np.full(5, 1e-3), inv_mass=np.full(5, 1e3), tets=tets, rest_inverse=np.linalg.inv(Dm),
-        volume=np.abs(np.linalg.det(Dm)) / 6, youngs=np.full(2, 1e5), poisson=np.full(2, 0.3), damping=np.zeros(2),
-        h=1.0 / 120.0, cells_long_axis=1,
+        rest=verts,
+        mass=np.full(5, 1e-3),
+        inv_mass=np.full(5, 1e3),
+        tets=tets,
+        rest_inverse=np.linalg.inv(Dm),
+        volume=np.abs(np.linalg.det(Dm)) / 6,
+        youngs=np.full(2, 1e5),
+        poisson=np.full(2, 0.3),
+        damping=np.zeros(2),
+        h=1.0 / 120.0,
+        cells_long_axis=1,
     )
     assert cs.node_count == 8 and list(cs.node_first) == [0, 8]
     used = np.unique(cs.node_index[cs.node_index >= 0])
@@ -153,10 +183,16 @@ def test_coarse_blocks_are_padded_to_whole_vec4s_and_solved_exactly():
     yc = wp.zeros(48, dtype=float)
     rcw = wp.array(rc.ravel(), dtype=float)
     wp.launch(
-        coarse_solve_kernel, dim=48,
-        inputs=[8, wp.array(cs.node_body.astype(np.int32), dtype=int), wp.array(cs.node_first.astype(np.int32), dtype=int),
-                wp.array((cs.inverse_start // 4).astype(np.int32), dtype=int), wp.array(inv.astype(np.float32).reshape(-1, 4), dtype=wp.vec4),
-                wp.array(ptr=rcw.ptr, dtype=wp.vec4, shape=(12,), device=rcw.device)],
+        coarse_solve_kernel,
+        dim=48,
+        inputs=[
+            8,
+            wp.array(cs.node_body.astype(np.int32), dtype=int),
+            wp.array(cs.node_first.astype(np.int32), dtype=int),
+            wp.array((cs.inverse_start // 4).astype(np.int32), dtype=int),
+            wp.array(inv.astype(np.float32).reshape(-1, 4), dtype=wp.vec4),
+            wp.array(ptr=rcw.ptr, dtype=wp.vec4, shape=(12,), device=rcw.device),
+        ],
         outputs=[yc],
     )
     expect = rc.astype(np.float64) @ inv.T
@@ -192,7 +228,9 @@ def test_friction_stays_in_its_cone_while_sliding_and_incomplete_states_are_refu
     (saved by an older version) is refused, naming what it lacks."""
     b = ss.ModelBuilder()
     mesh = ss.box_tet_mesh((0.03, 0.03, 0.03), (2, 2, 2))
-    b.add_soft_mesh(mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=2e5, poisson_ratio=0.3, vel=(0.5, 0.0, 0.0))
+    b.add_soft_mesh(
+        mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=2e5, poisson_ratio=0.3, vel=(0.5, 0.0, 0.0)
+    )
     b.add_ground_plane(mu=0.4)
     model = b.finalize()
     state = model.state()
@@ -232,7 +270,15 @@ def test_the_line_search_is_decided_per_world(bodies):
     def scene(worlds: int):
         b = ss.ModelBuilder()
         mesh = ss.box_tet_mesh((0.04, 0.04, 0.04), (2, 2, 2))
-        b.add_soft_mesh(mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=1e5, poisson_ratio=0.3, pos=(0.0, 0.0, 0.01), vel=(0.3, 0.0, -0.2))
+        b.add_soft_mesh(
+            mesh.vertices,
+            mesh.tets,
+            density=1000.0,
+            youngs_modulus=1e5,
+            poisson_ratio=0.3,
+            pos=(0.0, 0.0, 0.01),
+            vel=(0.3, 0.0, -0.2),
+        )
         b.add_ground_plane(mu=0.5)
         if bodies:
             _add_box_and_wheel(b, len(mesh.vertices) - 1, box_height=0.07)
@@ -272,6 +318,7 @@ def test_the_line_search_is_decided_per_world(bodies):
         assert np.array_equal(s1.particle_q.numpy(), state.particle_q.numpy()[single * n : (single + 1) * n])
         assert np.array_equal(s1.body_q.numpy(), state.body_q.numpy()[single * nb : (single + 1) * nb])
 
+
 def _floating_beam_and_block(momentum_balance: bool, steps: int = 60) -> float:
     """A soft beam glued to a rigid block, floating without gravity, set vibrating and spinning with zero net momentum,
     at the real-time budget; returns the largest drift of the total linear momentum over ``steps`` steps, relative to
@@ -293,7 +340,9 @@ def _floating_beam_and_block(momentum_balance: bool, steps: int = 60) -> float:
     solver = ss.Solver(model, momentum_balance=momentum_balance)  # h = 1/120 s, 4 × 20
 
     def momentum():
-        return (m[:, None] * state.particle_qd.numpy().astype(np.float64)).sum(axis=0) + (mb[:, None] * state.body_qd.numpy().astype(np.float64)[:, :3]).sum(axis=0)
+        return (m[:, None] * state.particle_qd.numpy().astype(np.float64)).sum(axis=0) + (
+            mb[:, None] * state.body_qd.numpy().astype(np.float64)[:, :3]
+        ).sum(axis=0)
 
     p0, scale, drift = momentum(), float((m * np.linalg.norm(v, axis=1)).sum()), 0.0
     for _ in range(steps):
@@ -319,7 +368,9 @@ def test_scaled_warm_start_keeps_the_carried_multipliers_that_lower_the_first_re
     # dropped ones: s = 0), with s < 1; world 1, untouched, must also do no worse than either.
     b = ss.ModelBuilder()
     mesh = ss.box_tet_mesh((0.04, 0.04, 0.04), (2, 2, 2))
-    b.add_soft_mesh(mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=1e5, poisson_ratio=0.3, pos=(0.0, 0.0, 0.001))
+    b.add_soft_mesh(
+        mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=1e5, poisson_ratio=0.3, pos=(0.0, 0.0, 0.001)
+    )
     b.add_ground_plane(mu=0.5)
     _add_box_and_wheel(b, len(mesh.vertices) - 1, box_height=0.06)
     model = b.finalize(device=TEST_DEVICE, worlds=2)

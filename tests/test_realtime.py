@@ -9,10 +9,10 @@ stack that must stay where it was built, an independent linear-FEM solve for a c
 
 import numpy as np
 import pytest
-from helpers import TEST_DEVICE
 
 import softsnake as ss
 import softsnake.validation as V
+from helpers import TEST_DEVICE
 from softsnake.reference_fem import linear_fem_displacement
 
 pytestmark = pytest.mark.skipif(TEST_DEVICE != "cpu", reason="validation scenes are built on the CPU")
@@ -20,7 +20,9 @@ pytestmark = pytest.mark.skipif(TEST_DEVICE != "cpu", reason="validation scenes 
 
 # drift over 1 s; Coulomb: 0. The friction rows creep at most at SolverConfig.friction_stick_velocity = 0.1 mm/s.
 # Measured: 0.095 / 0.161 / 0.318 mm.
-@pytest.mark.parametrize("slope, dt, bound", [(0.3, 1.0 / 120.0, 2.9e-4), (0.3, 1.0 / 60.0, 4.8e-4), (0.45, 1.0 / 120.0, 9.6e-4)])
+@pytest.mark.parametrize(
+    "slope, dt, bound", [(0.3, 1.0 / 120.0, 2.9e-4), (0.3, 1.0 / 60.0, 4.8e-4), (0.45, 1.0 / 120.0, 9.6e-4)]
+)
 def test_soft_cube_sticks_below_the_friction_angle(slope, dt, bound):
     r = V.run_incline(slope, 0.5, solver_kwargs=dict(dt=dt))
     assert r["drift"] < bound, r["drift"]
@@ -50,7 +52,9 @@ def test_frictional_impact_of_a_soft_cube_is_stable_and_comes_to_rest():
     # standing on a face, squashed by its weight as a linear-FEM solve of the cube with its base held (static
     # friction) predicts: 59.865 mm tall; measured 59.872 mm (+6.8 µm); a cube tipped onto an edge stands ~25 mm taller
     mesh = ss.box_tet_mesh((0.06, 0.06, 0.06), (3, 3, 3))
-    u = linear_fem_displacement(mesh.vertices, mesh.tets, 1.0e5, 0.3, 1000.0, (0.0, 0.0, -V.G), np.nonzero(mesh.vertices[:, 2] < 1e-9)[0])
+    u = linear_fem_displacement(
+        mesh.vertices, mesh.tets, 1.0e5, 0.3, 1000.0, (0.0, 0.0, -V.G), np.nonzero(mesh.vertices[:, 2] < 1e-9)[0]
+    )
     expected = float((mesh.vertices[:, 2] + u[:, 2]).max())
     assert abs(r["height"] - expected) < 2.0e-5, (r["height"], expected)
 
@@ -71,7 +75,10 @@ def test_stiff_cantilever_holds_its_static_deflection(dt, linear_iterations, bou
     tip_bound, swing_bound, speed_bound, residual_bound = bounds
     ref = V.cantilever_reference()
     r = V.run_cantilever(seconds=2.0, solver_kwargs=dict(dt=dt, linear_iterations=linear_iterations))
-    print(f"\ncantilever h={dt:.4f} 4x{linear_iterations}: tip/reference = {r['tip'] / ref:.5f}, swing/reference = {r['swing'] / ref:.2e}")
+    print(
+        f"\ncantilever h={dt:.4f} 4x{linear_iterations}: tip/reference = {r['tip'] / ref:.5f}, swing/reference = "
+        f"{r['swing'] / ref:.2e}"
+    )
     assert abs(r["tip"] / ref - 1.0) < tip_bound
     assert r["swing"] < swing_bound * ref  # at rest: no steady swing over the last 0.5 s
     # and it stays put (criterion 3): each step starting at round-off residual
@@ -139,6 +146,9 @@ def test_raising_the_budget_never_makes_a_scene_worse(scene):
     # the rich budgets are caps: a linear solve that converged (residual 1e-6 of its start) stops early on the CPU.
     # Measured errors at 4 × 20 / 8 × 200 / 8 × 400: stick 0.255 / 0.095 / 0.095 mm, stop 0.150 / 0.017 / 0.017 mm,
     # drop 1.20 / 0.32 / 0.32 µm; a richer budget may match a converged cheaper one to round-off, hence the 10 %
-    errors = [scene(dict(newton_iterations=n, linear_iterations=l, linear_tolerance=1e-6 if l > 20 else 0.0)) for n, l in ((4, 20), (8, 200), (8, 400))]
+    errors = [
+        scene(dict(newton_iterations=n, linear_iterations=l, linear_tolerance=1e-6 if l > 20 else 0.0))
+        for n, l in ((4, 20), (8, 200), (8, 400))
+    ]
     for cheap, rich in zip(errors, errors[1:]):
         assert rich <= cheap * 1.1, errors

@@ -29,8 +29,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from helpers import TEST_DEVICE, probe_first_linear_solve
 
+from helpers import TEST_DEVICE, probe_first_linear_solve
 from softsnake.experiments.gait import default_gait, gait_targets
 from softsnake.robots.pneumatics import PSI
 from softsnake.robots.snake_sim import SnakeSim
@@ -119,7 +119,10 @@ def test_first_newton_iteration_matches_the_recorded_kernels():
         assert spread[name] < 0.02 * scale, f"{name}: one ulp of the checkpoint moved it by {spread[name]:.3g}"
         err = np.abs(value - ref[name]).max()
         tol = max(1e-5 * scale, 2.0 * spread[name])
-        assert err <= tol, f"{name}: max difference {err:.3g} against scale {scale:.3g} (one ulp of the checkpoint: {spread[name]:.3g})"
+        assert err <= tol, (
+            f"{name}: max difference {err:.3g} against scale {scale:.3g} (one ulp of the checkpoint: "
+            f"{spread[name]:.3g})"
+        )
 
 
 def test_one_frame_from_the_recorded_checkpoint_matches_the_recorded_kernels():
@@ -136,7 +139,9 @@ def test_one_frame_from_the_recorded_checkpoint_matches_the_recorded_kernels():
         scale = np.abs(ref).max()
         assert spread[name] < 0.02 * scale, f"{name}: one ulp of the checkpoint moved it by {spread[name]:.3g}"
         err = np.abs(value - ref).max()
-        assert err <= 2.0 * spread[name], f"{name}: max difference {err:.3g}; one ulp of the checkpoint moves it by {spread[name]:.3g}"
+        assert err <= 2.0 * spread[name], (
+            f"{name}: max difference {err:.3g}; one ulp of the checkpoint moves it by {spread[name]:.3g}"
+        )
 
 
 #: the recorded step's first linear solve after the budget's 20 MINRES iterations, measured on the CPU at the commit
@@ -161,7 +166,9 @@ def test_minres_after_the_budget_stays_at_its_recorded_accuracy():
     residual = float(np.linalg.norm(r) / np.linalg.norm(b))
     x, x_ref = now["x_v"].astype(np.float64), now["x_ref_v"].astype(np.float64)
     error = float(np.linalg.norm(x - x_ref) / np.linalg.norm(x_ref))
-    print(f"\nafter 20 MINRES iterations: relative residual {residual:.6f} (recorded {RECORDED_MINRES_RESIDUAL}), "
-          f"velocity error {error:.5f} (recorded {RECORDED_MINRES_VELOCITY_ERROR})")
+    print(
+        f"\nafter 20 MINRES iterations: relative residual {residual:.6f} (recorded {RECORDED_MINRES_RESIDUAL}), "
+        f"velocity error {error:.5f} (recorded {RECORDED_MINRES_VELOCITY_ERROR})"
+    )
     assert residual <= 1.5 * RECORDED_MINRES_RESIDUAL, residual
     assert error <= 1.5 * RECORDED_MINRES_VELOCITY_ERROR, error

@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
-from helpers import TEST_DEVICE
-from rigid_helpers import axis_angle_quat, box_inertia, momenta, quat_matrix
 
 import softsnake as ss
+from helpers import TEST_DEVICE
+from rigid_helpers import axis_angle_quat, box_inertia, momenta, quat_matrix
 
 
 def test_hinge_pendulum_period_drift_and_axis():
@@ -54,7 +54,16 @@ def test_free_chain_conserves_momentum():
     masses = [1.0, 0.7, 1.3]
     inertias = [box_inertia(m, h) for m, h in zip(masses, half)]
     rng = np.random.default_rng(1)
-    ids = [b.add_body((0.2 * k, 0.0, 0.0), mass=masses[k], inertia=inertias[k], vel=rng.normal(0, 0.3, 3), ang_vel=rng.normal(0, 2, 3)) for k in range(3)]
+    ids = [
+        b.add_body(
+            (0.2 * k, 0.0, 0.0),
+            mass=masses[k],
+            inertia=inertias[k],
+            vel=rng.normal(0, 0.3, 3),
+            ang_vel=rng.normal(0, 2, 3),
+        )
+        for k in range(3)
+    ]
     b.add_joint_revolute(ids[0], ids[1], (0.1, 0.0, 0.0), (0.0, 0.0, 1.0))
     b.add_joint_revolute(ids[1], ids[2], (0.3, 0.0, 0.0), (0.0, 1.0, 0.0))
     model = b.finalize(device=TEST_DEVICE)
@@ -94,7 +103,9 @@ def test_spinning_asymmetric_body_follows_eulers_equations(axis, bound):
         drift = max(drift, np.linalg.norm(L - L0) / np.linalg.norm(L0))
     assert drift < 6.6e-4
     t = np.arange(1, 751) * solver.dt
-    exact = solve_ivp(lambda _, w: np.cross(inertia * w, w) / inertia, (0.0, t[-1]), w0, t_eval=t, rtol=1e-12, atol=1e-14).y
+    exact = solve_ivp(
+        lambda _, w: np.cross(inertia * w, w) / inertia, (0.0, t[-1]), w0, t_eval=t, rtol=1e-12, atol=1e-14
+    ).y
     exact = (inertia[:, None] * exact)[axis] / np.linalg.norm(inertia[:, None] * exact, axis=0)
     along = np.asarray(along)
     if axis != 1:
@@ -107,7 +118,9 @@ def test_spinning_asymmetric_body_follows_eulers_equations(axis, bound):
 
 def test_soft_beam_follows_moving_body_through_attachments():
     b = ss.ModelBuilder()
-    carrier = b.add_body((0.0, 0.0, 0.5), mass=0.0, inertia=(1.0, 1.0, 1.0), vel=(0.1, 0.0, 0.05), ang_vel=(0.0, 0.0, 0.5))
+    carrier = b.add_body(
+        (0.0, 0.0, 0.5), mass=0.0, inertia=(1.0, 1.0, 1.0), vel=(0.1, 0.0, 0.05), ang_vel=(0.0, 0.0, 0.5)
+    )
     mesh = ss.box_tet_mesh((0.02, 0.02, 0.2), (1, 1, 6), origin=(-0.01, -0.01, 0.28))
     ids = b.add_soft_mesh(mesh.vertices, mesh.tets, density=1070.0, youngs_modulus=2e5, poisson_ratio=0.3, damping=0.01)
     top = ids[mesh.vertices[:, 2] > 0.48 - 1e-9]
@@ -165,7 +178,9 @@ def test_rigid_batch_matches_single_world():
         b = ss.ModelBuilder()
         base = b.add_body((0.0, 0.0, 1.0), mass=1.0, inertia=box_inertia(1.0, (0.1, 0.1, 0.1)))
         b.add_joint_prismatic(-1, base, (0.0, 0.0, 1.0), (1.0, 0.0, 0.0), stiffness=20.0, damping=1.0)
-        link = b.add_body((0.0, 0.0, 0.7), mass=0.5, inertia=box_inertia(0.5, (0.02, 0.02, 0.15)), ang_vel=(0.0, 1.0, 0.0))
+        link = b.add_body(
+            (0.0, 0.0, 0.7), mass=0.5, inertia=box_inertia(0.5, (0.02, 0.02, 0.15)), ang_vel=(0.0, 1.0, 0.0)
+        )
         b.add_joint_revolute(base, link, (0.0, 0.0, 0.85), (0.0, 1.0, 0.0))
         return b.finalize(device=TEST_DEVICE, worlds=worlds)
 
@@ -264,4 +279,3 @@ def test_a_world_on_a_block_of_lanes_matches_one_lane():
     moved = np.abs(out[32] - SnakeSim(worlds=2, device=device, config=coarse()).state.particle_q.numpy()).max()
     assert moved > 1e-4  # the steps moved the snake: the comparison is not vacuous
     assert np.abs(out[32] - out[256]).max() <= 1e-3 * moved
-

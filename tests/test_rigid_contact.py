@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
-from helpers import TEST_DEVICE, tilted_gravity
 
 import softsnake as ss
+from helpers import TEST_DEVICE, tilted_gravity
 
 S = np.sqrt(0.5)
 
@@ -20,7 +20,9 @@ def test_mass_properties_from_shapes():
     assert masses[0] == pytest.approx(mb + ms)
     Izz = mb / 3 * (0.1**2 + 0.2**2) + 0.4 * ms * 0.05**2
     Ixx = mb / 3 * (0.2**2 + 0.3**2) + 0.4 * ms * 0.05**2 + ms * 0.4**2  # parallel-axis theorem
-    assert np.diag(inertias[0]) == pytest.approx([Ixx, mb / 3 * (0.1**2 + 0.3**2) + 0.4 * ms * 0.05**2 + ms * 0.4**2, Izz])
+    assert np.diag(inertias[0]) == pytest.approx(
+        [Ixx, mb / 3 * (0.1**2 + 0.3**2) + 0.4 * ms * 0.05**2 + ms * 0.4**2, Izz]
+    )
 
 
 def rolling_wheel(gravity, mu_wheel, seconds=1.0, hh=0.02):
@@ -96,7 +98,9 @@ def test_cart_on_damped_wheels_coasts_down_at_the_analytic_rate():
     wheels = []
     for x, y in ((-0.05, -0.05), (-0.05, 0.05), (0.05, -0.05), (0.05, 0.05)):
         w = b.add_body((x, y, r), rot=(S, 0.0, 0.0, S), vel=(v0, 0.0, 0.0), ang_vel=(0.0, v0 / r, 0.0))  # rolling
-        b.add_shape_cylinder(w, r, 0.005, mu=1.0, density=0.03 / (np.pi * r * r * 0.01), body_contact=False, particle_contact=False)
+        b.add_shape_cylinder(
+            w, r, 0.005, mu=1.0, density=0.03 / (np.pi * r * r * 0.01), body_contact=False, particle_contact=False
+        )
         b.add_joint_revolute(cart, w, (x, y, r), (0.0, 1.0, 0.0), target_velocity=0.0, damping=c)
         wheels.append(w)
     b.add_ground_plane(mu=1.0)

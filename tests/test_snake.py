@@ -10,13 +10,13 @@ import math
 
 import numpy as np
 import pytest
+from test_snake_pneumatics import ref_link_step
 
 from softsnake.experiments.curvature import curvature_sweep
 from softsnake.experiments.gait import run_gait
 from softsnake.robots.pneumatics import PSI, OpenLoopGait
 from softsnake.robots.snake import PAPER_TABLE_I, SnakeConfig, snake_counts
 from softsnake.robots.snake_sim import SnakeSim
-from test_snake_pneumatics import ref_link_step
 
 COARSE = dict(sections=5, inner_ring=4)
 
@@ -114,7 +114,12 @@ def test_reference_only_linearised_link_statics_is_below_the_beam_moment_balance
     d = mesh.chamber_line_offset
     p = 8.0 * 6894.757
     youngs, _ = link_material(cfg)
-    beam = p * cfg.chamber_area * d / (youngs * math.pi * cfg.link_radius**4 / 4 + cfg.youngs_modulus * cfg.chamber_area * d**2)
+    beam = (
+        p
+        * cfg.chamber_area
+        * d
+        / (youngs * math.pi * cfg.link_radius**4 / 4 + cfg.youngs_modulus * cfg.chamber_area * d**2)
+    )
     k8, km8 = (link_static_curvature(cfg, psi) for psi in (8.0, -8.0))
     assert 0.0 < k8 < beam
     assert km8 == pytest.approx(-k8, rel=1e-9)
@@ -239,8 +244,8 @@ def test_wheels_roll_without_skidding_sideways():
     speed (measured: ~0.06 cm/s against ~3 cm/s). A cone projection that kicked each 30 g wheel with its own mass made
     them skid sideways at 4.2 cm/s, 0.64 of their forward speed, and pushed the snake forward (coarse snake, 4 × 20,
     0.5–1.5 s; docs/solver.md)."""
-    from softsnake.robots.snake_sim import gait_targets
     from rigid_helpers import quat_matrix
+    from softsnake.robots.snake_sim import gait_targets
 
     cfg = coarse()
     sim = SnakeSim(worlds=1, config=cfg)
@@ -273,7 +278,12 @@ def test_latency_changes_the_trajectory(gait_runs):
 
 def test_batched_snakes_match_single_runs():
     cfg = coarse()
-    gaits = [OpenLoopGait(), OpenLoopGait(phi=0.3), OpenLoopGait(omega_hz=1.0, amplitude_psi=6.0), OpenLoopGait(alpha=-math.pi / 2)]
+    gaits = [
+        OpenLoopGait(),
+        OpenLoopGait(phi=0.3),
+        OpenLoopGait(omega_hz=1.0, amplitude_psi=6.0),
+        OpenLoopGait(alpha=-math.pi / 2),
+    ]
     batched = run_gait(gaits, 0.5, config=cfg)
     for w, g in enumerate(gaits):
         single = run_gait(g, 0.5, config=cfg)
@@ -385,7 +395,24 @@ def test_cli_gait_writes_outputs(tmp_path):
     from softsnake.cli import main
 
     out = tmp_path / "gait"
-    assert main(["gait", "--coarse", "--seconds", "0.25", "--worlds", "2", "--out", str(out), "--quiet", "--usd-format", "usda"]) == 0
+    assert (
+        main(
+            [
+                "gait",
+                "--coarse",
+                "--seconds",
+                "0.25",
+                "--worlds",
+                "2",
+                "--out",
+                str(out),
+                "--quiet",
+                "--usd-format",
+                "usda",
+            ]
+        )
+        == 0
+    )
     data = np.load(out / "trajectory.npz")
     frames = int(round(0.25 * 60))
     assert data["t"].shape == (frames,) and data["com"].shape == (frames, 2, 3)

@@ -169,7 +169,12 @@ def test_step_response_independent_of_dt(kind, amplitude, m):
     target = amplitude if kind == "inflate" else 0.0
     assert abs(coarse[-1] - target) < 0.1 * amplitude and abs(fine[-1] - target) < 0.1 * amplitude
     # And each one is within its own bound of the exact continuous response.
-    exact = np.array([exact_inflation((n + 1) * H, amplitude) if kind == "inflate" else exact_deflation((n + 1) * H, amplitude) for n in range(steps)])
+    exact = np.array(
+        [
+            exact_inflation((n + 1) * H, amplitude) if kind == "inflate" else exact_deflation((n + 1) * H, amplitude)
+            for n in range(steps)
+        ]
+    )
     assert np.all(np.abs(coarse - exact) <= euler_bound(kind, amplitude, H, steps) + 1e-12)
 
 

@@ -1,10 +1,9 @@
-"""Acceptance 2: patch test of one corotational tet against linear-elastic energy (shear note, docs/formulation.md §3)."""
+"""Patch test of one corotational tet against linear-elastic energy (the shear note of docs/formulation.md §3)."""
 
 import numpy as np
 import pytest
 import warp as wp
 
-import softsnake as ss
 from softsnake.kernels.tet import (
     polar_rotation,
     tet_compliance_times,
@@ -17,7 +16,9 @@ from softsnake.kernels.types import vec6
 
 
 @wp.kernel
-def _tet_energy(x: wp.array(dtype=wp.vec3), B: wp.mat33, volume: float, youngs: float, nu: float, out: wp.array(dtype=float)):
+def _tet_energy(
+    x: wp.array(dtype=wp.vec3), B: wp.mat33, volume: float, youngs: float, nu: float, out: wp.array(dtype=float)
+):
     F = tet_deformation_gradient(x[0], x[1], x[2], x[3], B)
     c = tet_strain(polar_rotation(F), F)
     # the solver's compliance block, assembled column by column (the energy ½ cᵀ E⁻¹ c is formed on the host)
@@ -40,7 +41,11 @@ def _energy(X, x, youngs, nu):
     Dm = (X[1:] - X[0]).T
     V = abs(np.linalg.det(Dm)) / 6.0
     out = wp.zeros(7 + 36, dtype=float)
-    wp.launch(_tet_energy, dim=1, inputs=[wp.array(x, dtype=wp.vec3), wp.mat33(*np.linalg.inv(Dm).ravel()), V, youngs, nu, out])
+    wp.launch(
+        _tet_energy,
+        dim=1,
+        inputs=[wp.array(x, dtype=wp.vec3), wp.mat33(*np.linalg.inv(Dm).ravel()), V, youngs, nu, out],
+    )
     o = out.numpy().astype(np.float64)
     c, E = o[1:7], o[7:].reshape(6, 6)
     return 0.5 * c @ np.linalg.solve(E, c), V
@@ -95,7 +100,9 @@ def _jacobian_checks(
     R = polar_rotation(F)
     ja = tet_jacobian_times(R, B, a[0], a[1], a[2], a[3])
     # the strain is linear in the positions at fixed R: c(x + a) − c(x) = J a
-    dc = tet_strain(R, tet_deformation_gradient(x[0] + a[0], x[1] + a[1], x[2] + a[2], x[3] + a[3], B)) - tet_strain(R, F)
+    dc = tet_strain(R, tet_deformation_gradient(x[0] + a[0], x[1] + a[1], x[2] + a[2], x[3] + a[3], B)) - tet_strain(
+        R, F
+    )
     P = tet_vertex_forces(R, B, lam)
     f1 = wp.vec3(P[0, 0], P[1, 0], P[2, 0])
     f2 = wp.vec3(P[0, 1], P[1, 1], P[2, 1])
@@ -123,7 +130,13 @@ def test_closed_form_jacobian_is_the_strain_derivative_and_its_transpose_the_for
     wp.launch(
         _jacobian_checks,
         dim=1,
-        inputs=[wp.array(x, dtype=wp.vec3), wp.array(a, dtype=wp.vec3), vec6(*lam), wp.mat33(*np.linalg.inv(Dm).ravel()), out],
+        inputs=[
+            wp.array(x, dtype=wp.vec3),
+            wp.array(a, dtype=wp.vec3),
+            vec6(*lam),
+            wp.mat33(*np.linalg.inv(Dm).ravel()),
+            out,
+        ],
     )
     o = out.numpy().astype(np.float64)
     # the difference of two O(1) float32 strains carries their round-off (~1e-7)

@@ -1,18 +1,17 @@
-"""Vine robots (issue 10): builder topology and growth, the Julia reference, the wall fit, the chen preset, bad input."""
+"""Vine robots: builder topology and growth, the Julia reference, the wall fit, the chen preset, bad input."""
 
 import math
 
 import numpy as np
 import pytest
-from helpers import TEST_DEVICE
 
 import softsnake as ss
+from helpers import TEST_DEVICE
 from softsnake.cli import main as cli_main
 from softsnake.experiments.vine_julia import julia_case
 from softsnake.io.vine_data import read_rects, read_video, read_wall_fit
 from softsnake.robots.vine import VineConfig, add_wall_segments, build_vine, planar_poses
 from softsnake.robots.vine_sim import VineSim
-
 
 
 def small_jitosho(**kw):
@@ -81,14 +80,28 @@ def test_wall_fit_predicts_held_out_frames_within_the_papers_tip_error(vine_data
 
 
 def test_chen_only_the_distal_link_grows_and_links_appear():
-    cfg = VineConfig.preset_config("chen", links=5, link_length=0.04, growth_rate=0.05, dt=0.02, initial_links=1, bending="linear", stiffness=0.05, damping=1e-4, inertia=1e-3, mass=0.01)
+    cfg = VineConfig.preset_config(
+        "chen",
+        links=5,
+        link_length=0.04,
+        growth_rate=0.05,
+        dt=0.02,
+        initial_links=1,
+        bending="linear",
+        stiffness=0.05,
+        damping=1e-4,
+        inertia=1e-3,
+        mass=0.01,
+    )
     sim = VineSim(cfg, device=TEST_DEVICE)
     ell = cfg.link_length
     lengths = []
     for _ in range(40):  # 0.8 s: 0.04 m grown → 1 full link at t=0 plus 1 more
         sim.step()
         p = sim.poses()[0]
-        s = np.linalg.norm(p[1::2, :2] - p[0::2, :2], axis=1) * np.sign(np.einsum("ij,ij->i", p[1::2, :2] - p[0::2, :2], np.stack([np.cos(p[0::2, 2]), np.sin(p[0::2, 2])], 1)))
+        s = np.linalg.norm(p[1::2, :2] - p[0::2, :2], axis=1) * np.sign(
+            np.einsum("ij,ij->i", p[1::2, :2] - p[0::2, :2], np.stack([np.cos(p[0::2, 2]), np.sin(p[0::2, 2])], 1))
+        )
         lengths.append(s + 2 * cfg.body_half_length)
     lengths = np.asarray(lengths)
     total = lengths.sum(axis=1)
@@ -105,7 +118,21 @@ def test_chen_only_the_distal_link_grows_and_links_appear():
 
 
 def test_chen_wrinkling_vine_bends_around_a_wall_segment():
-    cfg = VineConfig.preset_config("chen", links=6, link_length=0.04, radius=0.01, growth_rate=0.1, dt=0.02, heading=0.0, bending="wrinkling", m_full=0.05, eps_crit=0.1, damping=1e-3, inertia=1e-3, mass=0.01)
+    cfg = VineConfig.preset_config(
+        "chen",
+        links=6,
+        link_length=0.04,
+        radius=0.01,
+        growth_rate=0.1,
+        dt=0.02,
+        heading=0.0,
+        bending="wrinkling",
+        m_full=0.05,
+        eps_crit=0.1,
+        damping=1e-3,
+        inertia=1e-3,
+        mass=0.01,
+    )
     # the wall reaches past where the frictionless tip slides in 60 steps (it passes y = 0.1), so the face is tested
     sim = VineSim(cfg, walls=[[0.12, -0.1, 0.12, 0.3]], wall_thickness=0.002, headings=[0.3], device=TEST_DEVICE)
     max_x = 0.0
@@ -166,7 +193,12 @@ def test_chen_preset_defaults_grow_straight_in_free_space():
 
 def test_bad_files_raise_clear_errors(tmp_path):
     f = tmp_path / "bad.rects"
-    for text, message in (("1 2 3\n", "expected 4 numbers"), ("1 2 3 x\n", "not a number"), ("1 2 -3 4\n", "width and height must be > 0"), ("# nothing\n", "no rectangles")):
+    for text, message in (
+        ("1 2 3\n", "expected 4 numbers"),
+        ("1 2 3 x\n", "not a number"),
+        ("1 2 -3 4\n", "width and height must be > 0"),
+        ("# nothing\n", "no rectangles"),
+    ):
         f.write_text(text)
         with pytest.raises(ValueError, match=message):
             read_rects(f)
@@ -202,7 +234,9 @@ def test_bad_files_raise_clear_errors(tmp_path):
 def test_cli_errors_and_a_short_rollout(tmp_path, capsys):
     rects = tmp_path / "scene.rects"
     rects.write_text("2 -20 10 3\n")
-    assert cli_main(["vine", "rollout", "--preset", "pumpkin", "--out", str(tmp_path / "o")]) == 2  # argparse: invalid choice
+    assert (
+        cli_main(["vine", "rollout", "--preset", "pumpkin", "--out", str(tmp_path / "o")]) == 2
+    )  # argparse: invalid choice
     assert "invalid choice" in capsys.readouterr().err
     bad = tmp_path / "bad.rects"
     bad.write_text("1 2 3\n")
@@ -222,7 +256,13 @@ def test_fits_are_seeded_and_report_their_cost():
     from softsnake.experiments.vine_fit import FitProblem, cma_es
 
     target = np.array([0.3, -1.2])
-    prob = FitProblem(("a", "b"), np.array([-2.0, -2.0]), np.array([2.0, 2.0]), lambda X: np.sum((X - target) ** 2, axis=1), lambda x: {"a": x[0], "b": x[1]})
+    prob = FitProblem(
+        ("a", "b"),
+        np.array([-2.0, -2.0]),
+        np.array([2.0, 2.0]),
+        lambda X: np.sum((X - target) ** 2, axis=1),
+        lambda x: {"a": x[0], "b": x[1]},
+    )
     r1 = cma_es(prob, popsize=8, generations=30, seed=3)
     r2 = cma_es(prob, popsize=8, generations=30, seed=3)
     assert r1.x.tolist() == r2.x.tolist() and r1.history == r2.history
@@ -235,7 +275,12 @@ def test_circle_obstacle_deflects_a_growing_vine():
     # a circle centred on the growth line, slightly to its left: the tip must go around it, never into it
     from softsnake.robots.vine import add_circles
 
-    c = np.array([0.09 * math.cos(cfg.heading) - 0.004 * math.sin(cfg.heading), 0.09 * math.sin(cfg.heading) + 0.004 * math.cos(cfg.heading)])
+    c = np.array(
+        [
+            0.09 * math.cos(cfg.heading) - 0.004 * math.sin(cfg.heading),
+            0.09 * math.sin(cfg.heading) + 0.004 * math.cos(cfg.heading),
+        ]
+    )
     sim = VineSim(cfg, extra_shapes=lambda b: add_circles(b, [[c[0], c[1], 0.01]]), device=TEST_DEVICE)
     closest = np.inf
     for _ in range(60):
@@ -247,7 +292,13 @@ def test_circle_obstacle_deflects_a_growing_vine():
 
 
 def test_video_frame_convention_scale_and_replay_cli(vine_data, tmp_path):
-    from softsnake.experiments.vine_video import FLIP_POINTS_Y, estimate_radius_px, frames_in_wall_frame, make_scene, video_mse
+    from softsnake.experiments.vine_video import (
+        FLIP_POINTS_Y,
+        estimate_radius_px,
+        frames_in_wall_frame,
+        make_scene,
+        video_mse,
+    )
 
     v1 = read_video(vine_data / "real_video" / "vid1")
     assert FLIP_POINTS_Y
@@ -262,16 +313,51 @@ def test_video_frame_convention_scale_and_replay_cli(vine_data, tmp_path):
     mse = video_mse(scene, centres)
     assert np.all(np.isfinite(mse)) and np.all(mse < 400)
     params = tmp_path / "p.toml"
-    params.write_text(f'[fit]\nmodel = "wrinkling"\nradius_px = {r}\n\n[params]\nm_full = 0.1\neps_crit = 0.1\ndamping = 0.01\n')
-    assert cli_main(["vine", "replay", "--video", str(vine_data / "real_video" / "vid1"), "--params", str(params), "--out", str(tmp_path / "rp")]) == 0
+    params.write_text(
+        f'[fit]\nmodel = "wrinkling"\nradius_px = {r}\n\n[params]\nm_full = 0.1\neps_crit = 0.1\ndamping = 0.01\n'
+    )
+    assert (
+        cli_main(
+            [
+                "vine",
+                "replay",
+                "--video",
+                str(vine_data / "real_video" / "vid1"),
+                "--params",
+                str(params),
+                "--out",
+                str(tmp_path / "rp"),
+            ]
+        )
+        == 0
+    )
     z = np.load(tmp_path / "rp" / "replay.npz")
     F = v1.frame_count
-    assert z["frames"].shape == (F,) and z["sim_points"].shape[0] == F and z["sim_points"].shape[2] == 2 and z["sim_count"].shape == (F,)
+    assert (
+        z["frames"].shape == (F,)
+        and z["sim_points"].shape[0] == F
+        and z["sim_points"].shape[2] == 2
+        and z["sim_count"].shape == (F,)
+    )
     assert z["sim_count"][-1] > z["sim_count"][0] > 0
     assert (tmp_path / "rp" / "replay.png").exists()
     bad_params = tmp_path / "bad.toml"
     bad_params.write_text('[fit]\nmodel = "linear"\nradius_px = 5\n\n[params]\nstiffness = 0.1\n')
-    assert cli_main(["vine", "replay", "--video", str(vine_data / "real_video" / "vid1"), "--params", str(bad_params), "--out", str(tmp_path / "rp2")]) == 2
+    assert (
+        cli_main(
+            [
+                "vine",
+                "replay",
+                "--video",
+                str(vine_data / "real_video" / "vid1"),
+                "--params",
+                str(bad_params),
+                "--out",
+                str(tmp_path / "rp2"),
+            ]
+        )
+        == 2
+    )
 
 
 def test_original_qp_step_reproduces_the_julia_rollouts(vine_data):
@@ -312,7 +398,14 @@ def test_flag_mode_restarts_only_the_diverged_world():
     cfg = small_jitosho()
     ang = cfg.heading + np.array([0.0, 0.1, 0.2, 0.3])
     _, q_alone = VineSim(cfg, link_angles=ang, device=TEST_DEVICE).rollout(20)
-    pair = VineSim(cfg, worlds=2, link_angles=ang, bending_params=np.array([[cfg.stiffness, cfg.damping], [1e3, 0.0]]), on_nonfinite="flag", device=TEST_DEVICE)
+    pair = VineSim(
+        cfg,
+        worlds=2,
+        link_angles=ang,
+        bending_params=np.array([[cfg.stiffness, cfg.damping], [1e3, 0.0]]),
+        on_nonfinite="flag",
+        device=TEST_DEVICE,
+    )
     _, q_pair = pair.rollout(20)
     assert pair.diverged_worlds == {1}
     np.testing.assert_array_equal(q_pair[:, 0], q_alone[:, 0])
@@ -335,8 +428,16 @@ def test_circles_file_and_cli(tmp_path, capsys):
 
     f = tmp_path / "scene.circles"
     f.write_text("# x y r [in]\n3 -4 1\n\n6, -8, 0.5\n")
-    np.testing.assert_allclose(read_circles(f), [[3 * 0.0254, -4 * 0.0254, 0.0254], [6 * 0.0254, -8 * 0.0254, 0.5 * 0.0254]])
-    for text, msg in (("1 2\n", "expected 3 numbers"), ("1 2 r\n", "not a number"), ("1 2 0\n", "radius must be > 0"), ("1 2 nan\n", "non-finite"), ("\n", "no circles")):
+    np.testing.assert_allclose(
+        read_circles(f), [[3 * 0.0254, -4 * 0.0254, 0.0254], [6 * 0.0254, -8 * 0.0254, 0.5 * 0.0254]]
+    )
+    for text, msg in (
+        ("1 2\n", "expected 3 numbers"),
+        ("1 2 r\n", "not a number"),
+        ("1 2 0\n", "radius must be > 0"),
+        ("1 2 nan\n", "non-finite"),
+        ("\n", "no circles"),
+    ):
         f.write_text(text)
         with pytest.raises(ValueError, match=msg):
             read_circles(f)
@@ -352,7 +453,14 @@ def test_video_fit_offers_the_mlp_model(vine_data, tmp_path):
     """`vine fit --model mlp`: the 1-10-1 tanh bending law is fitted over log10 C and its 30 weights (a short seeded run
     on 8 frames of vid1 here), and the result round-trips through params.toml to a replay."""
     from softsnake.experiments.vine_cli import _write_params_toml, read_params_toml
-    from softsnake.experiments.vine_video import estimate_radius_px, fit_videos, frames_in_wall_frame, make_scene, params_vector, replay
+    from softsnake.experiments.vine_video import (
+        estimate_radius_px,
+        fit_videos,
+        frames_in_wall_frame,
+        make_scene,
+        params_vector,
+        replay,
+    )
 
     v1 = read_video(vine_data / "real_video" / "vid1")
     scene = make_scene(vine_data / "real_video" / "vid1", estimate_radius_px([v1]))

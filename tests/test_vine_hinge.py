@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 import pytest
-from helpers import TEST_DEVICE
 
 import softsnake as ss
+from helpers import TEST_DEVICE
 from softsnake.sim import HingeTorques
 
 
@@ -48,7 +48,14 @@ def torques_at(model, body, angles, law, params, rates=None):
 def test_wrinkling_moment_matches_closed_form_on_both_branches_and_is_continuous():
     m_full, eps = 0.8, 0.12
     onset = 2 * math.asin(eps)
-    angles = np.concatenate([np.linspace(0.01, onset * 0.999, 6), [onset, onset * 1.001], np.linspace(onset * 1.05, 3.0, 10), -np.linspace(0.05, 2.5, 5)])
+    angles = np.concatenate(
+        [
+            np.linspace(0.01, onset * 0.999, 6),
+            [onset, onset * 1.001],
+            np.linspace(onset * 1.05, 3.0, 10),
+            -np.linspace(0.05, 2.5, 5),
+        ]
+    )
     model, body = one_hinge_model(len(angles))
     tau, th = torques_at(model, body, angles, "wrinkling", [m_full, eps, 0.0])
     np.testing.assert_allclose(th, angles, atol=2e-6)
@@ -65,7 +72,9 @@ def test_wrinkling_moment_matches_closed_form_on_both_branches_and_is_continuous
 
 def test_linear_law_per_world_parameters_and_damping():
     model, body = one_hinge_model(3)
-    tau, _ = torques_at(model, body, [0.2, 0.2, -0.1], "linear", [[1.0, 0.0], [2.0, 0.0], [1.0, 0.5]], rates=[0.0, 0.0, 2.0])
+    tau, _ = torques_at(
+        model, body, [0.2, 0.2, -0.1], "linear", [[1.0, 0.0], [2.0, 0.0], [1.0, 0.5]], rates=[0.0, 0.0, 2.0]
+    )
     np.testing.assert_allclose(tau, [-0.2, -0.4, 0.1 - 1.0], rtol=1e-5)
 
 

@@ -25,8 +25,10 @@ def fails(argv, capsys, match):
 
 @pytest.fixture
 def env_file(tmp_path):
-    env = Environment([[[0.1, 0.6], [0.9, 0.6], [0.9, 0.7], [0.1, 0.7]], [[0.55, 0.4], [0.57, 0.4], [0.57, 0.42],
-                                                                          [0.55, 0.42]]], robot_radius=0.01)
+    env = Environment(
+        [[[0.1, 0.6], [0.9, 0.6], [0.9, 0.7], [0.1, 0.7]], [[0.55, 0.4], [0.57, 0.4], [0.57, 0.42], [0.55, 0.42]]],
+        robot_radius=0.01,
+    )
     path = tmp_path / "env.json"
     save_environment(env, str(path))
     return str(path)
@@ -41,8 +43,10 @@ def test_single_vinemap_subparser_with_nested_commands():
 
 def test_deploy_writes_result_and_picture(env_file, tmp_path):
     out = tmp_path / "dep"
-    assert run(["vinemap", "deploy", "--env", env_file, "--launch", "0.3,0.05,65", "--length", "0.87",
-                "--out", str(out)]) == 0
+    assert (
+        run(["vinemap", "deploy", "--env", env_file, "--launch", "0.3,0.05,65", "--length", "0.87", "--out", str(out)])
+        == 0
+    )
     res = json.loads((out / "result.json").read_text())
     np.testing.assert_allclose(res["shape"][1], [0.54, 0.43], atol=1e-9)  # wraps the post's bumper corner
     assert len(res["walls"]) == 2 and res["swept_area"]
@@ -52,8 +56,25 @@ def test_deploy_writes_result_and_picture(env_file, tmp_path):
 
 def test_explore_small_run(env_file, tmp_path):
     out = tmp_path / "exp"
-    assert run(["vinemap", "explore", "--env", env_file, "--deployments", "2", "--mc-envs", "1",
-                "--random-repeats", "5", "--out", str(out)]) == 0
+    assert (
+        run(
+            [
+                "vinemap",
+                "explore",
+                "--env",
+                env_file,
+                "--deployments",
+                "2",
+                "--mc-envs",
+                "1",
+                "--random-repeats",
+                "5",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     rows = list(csv.DictReader(open(out / "scores.csv")))
     assert len(rows) == 2 and {"mc", "ideal", "random_mean", "random_std"} <= set(rows[0])
     for name in ("belief.png", "mc_environment.png", "scores.png", "environment.json"):
@@ -68,10 +89,18 @@ def test_bad_inputs_give_one_line_errors(env_file, tmp_path, capsys):
     fails(["vinemap", "deploy", "--env", str(bad), "--launch", "0.5,0.05,90", "--out", o], capsys, "self-intersecting")
     fails(["vinemap", "deploy", "--env", env_file, "--launch", "0.5,0.65,90", "--out", o], capsys, "inside obstacle 0")
     for frac in ("0", "1.2", "-0.1"):
-        fails(["vinemap", "deploy", "--env", env_file, "--launch", "0.5,0.05,90", f"--turn={frac},30", "--out", o], capsys, "FRACTION")
+        fails(
+            ["vinemap", "deploy", "--env", env_file, "--launch", "0.5,0.05,90", f"--turn={frac},30", "--out", o],
+            capsys,
+            "FRACTION",
+        )
     garbage = tmp_path / "garbage.json"
-    garbage.write_bytes(b"{\"obst\x00")
+    garbage.write_bytes(b'{"obst\x00')
     fails(["vinemap", "deploy", "--env", str(garbage), "--launch", "0.5,0.05,90", "--out", o], capsys, "not valid JSON")
-    fails(["vinemap", "deploy", "--env", str(tmp_path / "missing.json"), "--launch", "0.5,0.05,90", "--out", o], capsys, "missing.json")
+    fails(
+        ["vinemap", "deploy", "--env", str(tmp_path / "missing.json"), "--launch", "0.5,0.05,90", "--out", o],
+        capsys,
+        "missing.json",
+    )
     fails(["vinemap", "deploy", "--env", env_file, "--launch", "0.5,0.05", "--out", o], capsys, "--launch")
     assert not (tmp_path / "o").exists()

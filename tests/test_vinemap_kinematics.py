@@ -7,8 +7,14 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from softsnake.vinemap.kinematics import (body_angle_to_reach, boundary_fl_np, boundary_pat_fl, boundary_pp_pat,
-                                          classify_turn_morphology, critical_contact_angle)
+from softsnake.vinemap.kinematics import (
+    body_angle_to_reach,
+    boundary_fl_np,
+    boundary_pat_fl,
+    boundary_pp_pat,
+    classify_turn_morphology,
+    critical_contact_angle,
+)
 
 P = 2.0e4  # pressure [Pa]; cancels out of every boundary
 
@@ -120,5 +126,7 @@ def test_body_angle_to_reach_places_tip_on_destination():
         T = B + lb * np.array([math.cos(alpha), math.sin(alpha)])
         v = D - T
         # the post-turn segment points exactly at D
-        assert math.atan2(v[1], v[0]) == pytest.approx(math.remainder(alpha + tt, 2 * math.pi), abs=1e-9) or \
-            abs(math.remainder(math.atan2(v[1], v[0]) - alpha - tt, 2 * math.pi)) < 1e-9
+        assert (
+            math.atan2(v[1], v[0]) == pytest.approx(math.remainder(alpha + tt, 2 * math.pi), abs=1e-9)
+            or abs(math.remainder(math.atan2(v[1], v[0]) - alpha - tt, 2 * math.pi)) < 1e-9
+        )

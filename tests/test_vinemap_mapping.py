@@ -44,7 +44,7 @@ def test_hits_land_in_occupied_cells_and_misses_cover_free_space():
     rub = g.rubric(env.obstacles)
     _, H, M = simulate_actions(env, action_space(env, True), g)
     assert H.any() and M.any()
-    assert not (H & (rub == 0)).any()           # wall contacts are always on obstacles
+    assert not (H & (rub == 0)).any()  # wall contacts are always on obstacles
     assert (M & (rub == 0)).sum() > 0.9 * M.sum()  # swept area is mostly free space
 
 

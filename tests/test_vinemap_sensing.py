@@ -7,8 +7,14 @@ import pytest
 
 from softsnake.vinemap.environment import Environment, nonuniform_environment, uniform_environment
 from softsnake.vinemap.geometry2d import norm
-from softsnake.vinemap.sensing import (invert_streams, round_trip, round_trip_actions, sensor_streams,
-                                       true_wall_runs, wall_errors)
+from softsnake.vinemap.sensing import (
+    invert_streams,
+    round_trip,
+    round_trip_actions,
+    sensor_streams,
+    true_wall_runs,
+    wall_errors,
+)
 from softsnake.vinemap.simulator import Action, simulate
 
 SLAB = [[0.1, 0.6], [0.9, 0.6], [0.9, 0.7], [0.1, 0.7]]
@@ -85,9 +91,9 @@ def test_noise_free_round_trip_all_walls_within_1cm():
     errs = np.asarray(errs)
     assert n > 1300 and straight > 50 and turned > 1200
     assert {"wrap", "pivot_at_turn", "positive_pivot", "negative_pivot", "friction_locked"} <= events
-    assert wrong == []                       # every deployment gives the right number of walls
-    assert errs.max() < 0.01                 # ... and every wall is within 1 cm (measured max 1.7 mm)
-    assert np.median(errs) < 1e-9            # exact up to round-off with event-triggered samples
+    assert wrong == []  # every deployment gives the right number of walls
+    assert errs.max() < 0.01  # ... and every wall is within 1 cm (measured max 1.7 mm)
+    assert np.median(errs) < 1e-9  # exact up to round-off with event-triggered samples
 
 
 def test_uniform_sampling_only():
@@ -125,9 +131,9 @@ def test_friction_locked_inverted():
     L, th = sensor_streams(dep)
     est = invert_streams(L, th, act.launch, act.angle, turn_length=0.2 * act.length, turn_angle=act.turn_angle)
     assert est[0].modes[:2] == ["friction_locked", "pivot_at_turn"]
-    np.testing.assert_allclose(est[0].pivots[-1], dep.turn_point, atol=1e-9)   # where the lock left the turn
+    np.testing.assert_allclose(est[0].pivots[-1], dep.turn_point, atol=1e-9)  # where the lock left the turn
     lock = next(p for p in dep.phases if p["kind"] == "friction_locked")
-    np.testing.assert_allclose(est[0].points[0], lock["tip"], atol=1e-12)       # the pinned contact point
+    np.testing.assert_allclose(est[0].points[0], lock["tip"], atol=1e-12)  # the pinned contact point
 
 
 def test_no_slide_towards_the_pivot():
@@ -176,8 +182,14 @@ def test_turned_streams_from_recorded_phases():
 
 # Hand-picked turned deployments in uniform environment 0 (launch 0), covering pivot-at-turn (Eq. 22), rigid rotation
 # about the pivot (positive/negative pivot, Eqs. 24-25) and sequences of them: (launch angle, turn fraction, turn).
-TURNED = [(11.459, 0.2, -60), (11.459, 0.2, 30), (11.459, 0.2, 60), (11.459, 0.4, 60), (33.899, 0.2, 30),
-          (33.899, 0.4, 30)]
+TURNED = [
+    (11.459, 0.2, -60),
+    (11.459, 0.2, 30),
+    (11.459, 0.2, 60),
+    (11.459, 0.4, 60),
+    (33.899, 0.2, 30),
+    (33.899, 0.4, 30),
+]
 
 
 @pytest.mark.parametrize("ang,frac,turn", TURNED)

@@ -59,8 +59,9 @@ def test_stuck_in_concave_corner():
     # hits the right wall at 60 deg from its tangent (< Eq. 3 critical angle), slides up into the room corner
     assert dep.stuck
     np.testing.assert_allclose(dep.shape[-1], [0.99, 0.99], atol=1e-9)
-    np.testing.assert_allclose(dep.walls[0], [[0.99, 0.05 + 0.49 * math.tan(math.radians(30))], [0.99, 0.99]],
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        dep.walls[0], [[0.99, 0.05 + 0.49 * math.tan(math.radians(30))], [0.99, 0.99]], atol=1e-9
+    )
 
 
 def test_concave_obstacle_corner_stops_robot():
@@ -112,16 +113,22 @@ def _on_visibility_graph(env, dep, act):
             assert solid.buffer(-1e-6).intersection(seg).length < 1e-6, (a, b, dep.events)
 
 
-@pytest.mark.parametrize("gen,seed", [(uniform_environment, 0), (uniform_environment, 1),
-                                      (nonuniform_environment, 0), (nonuniform_environment, 2)])
+@pytest.mark.parametrize(
+    "gen,seed",
+    [(uniform_environment, 0), (uniform_environment, 1), (nonuniform_environment, 0), (nonuniform_environment, 2)],
+)
 def test_final_shapes_lie_on_visibility_graph(gen, seed):
     env = gen(seed)
     rng = np.random.default_rng(seed)
     for _ in range(60):
         turn = rng.random() < 0.6
-        act = Action(env.launches[rng.integers(2)], rng.uniform(0.1, math.pi - 0.1), env.robot_length,
-                     rng.choice([0.2, 0.4, 0.6]) if turn else None,
-                     math.radians(rng.choice([-60, -40, -20, 20, 40, 60])) if turn else 0.0)
+        act = Action(
+            env.launches[rng.integers(2)],
+            rng.uniform(0.1, math.pi - 0.1),
+            env.robot_length,
+            rng.choice([0.2, 0.4, 0.6]) if turn else None,
+            math.radians(rng.choice([-60, -40, -20, 20, 40, 60])) if turn else 0.0,
+        )
         dep = simulate(env.scene(), act)
         _on_visibility_graph(env, dep, act)
         assert dep.length <= act.length + 1e-9
@@ -132,8 +139,9 @@ def test_turn_before_contact_bends_shape():
     act = Action((0.5, 0.05), math.pi / 2, 0.6, 0.5, math.radians(30))
     dep = simulate(env.scene(), act)
     np.testing.assert_allclose(dep.shape[1], [0.5, 0.35], atol=1e-12)
-    np.testing.assert_allclose(dep.shape[2], [0.5 - 0.3 * math.sin(math.radians(30)), 0.35 + 0.3 * math.cos(math.radians(30))],
-                               atol=1e-12)
+    np.testing.assert_allclose(
+        dep.shape[2], [0.5 - 0.3 * math.sin(math.radians(30)), 0.35 + 0.3 * math.cos(math.radians(30))], atol=1e-12
+    )
 
 
 def test_pivot_at_turn_keeps_turn_point_fixed():

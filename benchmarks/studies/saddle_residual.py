@@ -25,6 +25,7 @@ change that lowers the residual but biases the gait, docs/snake.md).
 """
 
 import argparse
+
 import numpy as np
 import scipy.sparse.linalg as sla
 

@@ -113,9 +113,12 @@ class ModelBuilder(RigidBuilderMixin):
             self.particle_fixed[int(i)] = True
 
     # ------------------------------------------------------------- constraints
-    def add_distance(self, i: int, j: int, rest_length: float | None = None, compliance: float = 0.0, *, damping: float = 0.0) -> int:
+    def add_distance(
+        self, i: int, j: int, rest_length: float | None = None, compliance: float = 0.0, *, damping: float = 0.0
+    ) -> int:
         """Distance constraint c = |x_i − x_j| − r·s (paper Eq. 3), s the per-world rest-length scale in
-        ``Control.distance_rest_scale`` (the actuation hook, ε(p) of Eq. 4; s < 0 switches the constraint off in that world).
+        ``Control.distance_rest_scale`` (the actuation hook, ε(p) of Eq. 4; s < 0 switches the constraint off in that
+        world).
 
         rest_length: r [m] (None → current distance); compliance: α [m/N] (0 → rigid); damping: β [s]."""
         ij = check.index_list("add_distance", [i, j], self.particle_count)
@@ -187,7 +190,18 @@ class ModelBuilder(RigidBuilderMixin):
             raise ValueError(f"height must be finite, got {height!r}")
         return self._add_shape(ShapeType.PLANE, n * h, _quat_from_z_to(n), np.zeros(3), mu)
 
-    def add_shape_box(self, body: int, half_extents, *, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), mu=0.5, density: float = 1000.0, body_contact: bool = True, particle_contact: bool = True) -> int:
+    def add_shape_box(
+        self,
+        body: int,
+        half_extents,
+        *,
+        pos=(0.0, 0.0, 0.0),
+        rot=(0.0, 0.0, 0.0, 1.0),
+        mu=0.5,
+        density: float = 1000.0,
+        body_contact: bool = True,
+        particle_contact: bool = True,
+    ) -> int:
         """Box with ``half_extents`` [m] at ``pos`` [m], rotation ``rot`` (quaternion x, y, z, w).
 
         body = −1: static, in world coordinates; else attached to that body, pose in the body frame, with ``density``
@@ -200,21 +214,61 @@ class ModelBuilder(RigidBuilderMixin):
             raise ValueError(f"half_extents must be > 0, got {he.tolist()}")
         return self._add_any_shape(ShapeType.BOX, body, pos, rot, he, mu, density, (body_contact, particle_contact))
 
-    def add_shape_cylinder(self, body: int, radius: float, half_height: float, *, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), mu=0.5, density: float = 1000.0, body_contact: bool = True, particle_contact: bool = True) -> int:
+    def add_shape_cylinder(
+        self,
+        body: int,
+        radius: float,
+        half_height: float,
+        *,
+        pos=(0.0, 0.0, 0.0),
+        rot=(0.0, 0.0, 0.0, 1.0),
+        mu=0.5,
+        density: float = 1000.0,
+        body_contact: bool = True,
+        particle_contact: bool = True,
+    ) -> int:
         """Cylinder of ``radius`` and ``half_height`` [m] around its local z axis (rotate with ``rot``). On a body,
         mu = (μ along the axis, μ across it), e.g. (1.0, 0.05) for a wheel that rolls freely but grips sideways."""
         params = np.array([check.positive("radius", radius), check.positive("half_height", half_height), 0.0])
-        return self._add_any_shape(ShapeType.CYLINDER, body, pos, rot, params, mu, density, (body_contact, particle_contact))
+        return self._add_any_shape(
+            ShapeType.CYLINDER, body, pos, rot, params, mu, density, (body_contact, particle_contact)
+        )
 
-    def add_shape_sphere(self, body: int, radius: float, *, pos=(0.0, 0.0, 0.0), mu=0.5, density: float = 1000.0, body_contact: bool = True, particle_contact: bool = True) -> int:
+    def add_shape_sphere(
+        self,
+        body: int,
+        radius: float,
+        *,
+        pos=(0.0, 0.0, 0.0),
+        mu=0.5,
+        density: float = 1000.0,
+        body_contact: bool = True,
+        particle_contact: bool = True,
+    ) -> int:
         """Sphere of ``radius`` [m] centred at ``pos``."""
         params = np.array([check.positive("radius", radius), 0.0, 0.0])
-        return self._add_any_shape(ShapeType.SPHERE, body, pos, (0.0, 0.0, 0.0, 1.0), params, mu, density, (body_contact, particle_contact))
+        return self._add_any_shape(
+            ShapeType.SPHERE, body, pos, (0.0, 0.0, 0.0, 1.0), params, mu, density, (body_contact, particle_contact)
+        )
 
-    def add_shape_capsule(self, body: int, radius: float, half_height: float, *, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0, 1.0), mu=0.5, density: float = 1000.0, body_contact: bool = True, particle_contact: bool = True) -> int:
+    def add_shape_capsule(
+        self,
+        body: int,
+        radius: float,
+        half_height: float,
+        *,
+        pos=(0.0, 0.0, 0.0),
+        rot=(0.0, 0.0, 0.0, 1.0),
+        mu=0.5,
+        density: float = 1000.0,
+        body_contact: bool = True,
+        particle_contact: bool = True,
+    ) -> int:
         """Capsule: a segment of half length ``half_height`` along the local z axis swept by ``radius`` [m]."""
         params = np.array([check.positive("radius", radius), check.positive("half_height", half_height), 0.0])
-        return self._add_any_shape(ShapeType.CAPSULE, body, pos, rot, params, mu, density, (body_contact, particle_contact))
+        return self._add_any_shape(
+            ShapeType.CAPSULE, body, pos, rot, params, mu, density, (body_contact, particle_contact)
+        )
 
     def _add_any_shape(self, kind, body, pos, rot, params, mu, density, contact=(True, True)) -> int:
         pos = check.finite_vector("pos", pos)
@@ -222,7 +276,9 @@ class ModelBuilder(RigidBuilderMixin):
         if int(body) == -1:
             return self._add_shape(kind, pos, rot, params, mu)
         b = self._check_body_index("shape", body, allow_world=False)
-        return self._add_body_shape(kind, b, pos, rot, params, _friction_pair(mu), check.positive("density", density), contact)
+        return self._add_body_shape(
+            kind, b, pos, rot, params, _friction_pair(mu), check.positive("density", density), contact
+        )
 
     def _add_shape(self, kind: ShapeType, pos, rot, params, mu) -> int:
         self.shape_type.append(int(kind))

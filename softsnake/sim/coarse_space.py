@@ -2,7 +2,8 @@
 matrix A = M + h(h+β)·K and a two-level coarse space per soft body.
 
 With the FEM rows eliminated, each Newton step of the particles solves with A = M + Σ_t J_tᵀ C_t⁻¹ J_t, the implicit
-Euler mass-plus-stiffness matrix (C_t = E_t/(h(h+β)) the tet's compliance block). Jacobi alone moves information about one
+Euler mass-plus-stiffness matrix (C_t = E_t/(h(h+β)) the tet's compliance block). Jacobi alone moves information about
+one
 element per iteration, so a long stiff body needs a coarse correction: every connected set of tets (a "soft body") gets
 a trilinear grid over its rest bounding box, with prolongation P (8 weights per particle) and the Galerkin coarse
 matrix Pᵀ A₀ P at rest. A body that rotates as a whole has the same coarse matrix rotated (P acts on nodes, not on
@@ -132,7 +133,8 @@ def build_coarse_space(
     """Diagonal and coarse space of A = M + h(h+β)K₀ for one world (rest rotation), see the module docstring.
 
     cells_long_axis: coarse cells along each body's longest rest extent (others in proportion, at least 1);
-    0 disables the coarse level (Jacobi only); long_axis_cell_edges: the least length of a coarse cell along that axis, in
+    0 disables the coarse level (Jacobi only); long_axis_cell_edges: the least length of a coarse cell along that axis,
+    in
     mean element edges (the other axes keep two)."""
     import scipy.sparse as sp
 

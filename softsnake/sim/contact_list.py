@@ -28,7 +28,8 @@ class ContactCapacityExceeded(RuntimeError):
         self.capacity = capacity
         worst = max(self.needed.values())
         super().__init__(
-            f"contact list full: world(s) {sorted(self.needed)} needed up to {worst} particle–shape contact slots, the model "
+            f"contact list full: world(s) {sorted(self.needed)} needed up to {worst} particle–shape contact slots, "
+            f"the model "
             f"has {capacity} per world; the state was restored to the start of the step. Build the model with "
             f"ModelBuilder.finalize(contact_capacity={worst}) or more."
         )
@@ -85,7 +86,9 @@ class ContactList:
             return bvh
         centre = data.shape_pos.numpy()[:S].astype(np.float64)[bounded]
         reach = (bound[bounded] * (1.0 + 1e-4) + 1e-6)[:, None]
-        self._bvh = wp.Bvh(wp.array(centre - reach, dtype=wp.vec3, device=dev), wp.array(centre + reach, dtype=wp.vec3, device=dev))
+        self._bvh = wp.Bvh(
+            wp.array(centre - reach, dtype=wp.vec3, device=dev), wp.array(centre + reach, dtype=wp.vec3, device=dev)
+        )
         bvh.active, bvh.id = 1, self._bvh.id
         bvh.unbounded = i32(np.nonzero(bound < 0.0)[0])
         bvh.item_shape = i32(bounded)
@@ -110,10 +113,16 @@ class ContactList:
 
     def carried_arrays(self) -> dict:
         jac = self.s.data.jac
-        return dict(contact_particle=jac.contact_particle, contact_shape=jac.contact_shape, contact_first=jac.contact_first, contact_num=jac.contact_num)
+        return dict(
+            contact_particle=jac.contact_particle,
+            contact_shape=jac.contact_shape,
+            contact_first=jac.contact_first,
+            contact_num=jac.contact_num,
+        )
 
     def dense_impulses(self) -> np.ndarray:
-        """The contact rows' multipliers as (worlds, particles, shapes, 3) [N s] (rows t1, t2, n; zero where no slot)."""
+        """The contact rows' multipliers as (worlds, particles, shapes, 3) [N s] (rows t1, t2, n; zero where no
+        slot)."""
         m, s = self.s.model, self.s.data
         W, K = m.worlds, m.contact_count
         out = np.zeros((W, m.particle_count, m.shape_count, 3), dtype=np.float32)

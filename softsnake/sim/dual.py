@@ -14,7 +14,6 @@ from softsnake.kernels import step_dual as kstep
 class DualStep:
     """The dual formulation of a :class:`~softsnake.sim.solver.Solver`: warm start, Newton stages and finish."""
 
-
     def __init__(self, solver):
         self.s = solver
         m, dev, W = solver.model, solver.model.device, solver.model.worlds

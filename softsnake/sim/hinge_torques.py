@@ -15,21 +15,26 @@ import warp as wp
 
 from softsnake.kernels import hinge_torque as kh
 
-from .rigid_builder import quat_conjugate, quat_multiply, quat_to_matrix
 from .model import Control, Model, State
+from .rigid_builder import quat_conjugate, quat_multiply, quat_to_matrix
 
 #: moment laws and their parameter names (per world, in this order)
 LAWS = {
     "linear": ("stiffness", "damping"),
     "wrinkling": ("m_full", "eps_crit", "damping"),
-    "mlp": ("damping",) + tuple(f"w1_{j}" for j in range(10)) + tuple(f"b1_{j}" for j in range(10)) + tuple(f"w2_{j}" for j in range(10)) + ("b2",),
+    "mlp": ("damping",)
+    + tuple(f"w1_{j}" for j in range(10))
+    + tuple(f"b1_{j}" for j in range(10))
+    + tuple(f"w2_{j}" for j in range(10))
+    + ("b2",),
 }
 _LAW_CODE = {"linear": 0, "wrinkling": 1, "mlp": 2}
 
 
 def wrinkling_moment_np(theta, m_full: float, eps_crit: float) -> np.ndarray:
     """Restoring moment magnitude [N m] at bending angle θ [rad] (host reference of the kernel; Chen et al. Eqs. 1–2,
-    linear below the wrinkling onset θ_c = 2·asin(ε_crit)). m_full = π·P·R³ [N m] (P pressure [Pa], R tube radius [m])."""
+    linear below the wrinkling onset θ_c = 2·asin(ε_crit)). m_full = π·P·R³ [N m] (P pressure [Pa], R tube radius
+    [m])."""
     th = np.abs(np.asarray(theta, dtype=np.float64))
     onset = 2.0 * np.arcsin(eps_crit)
     s = np.sin(np.minimum(th, np.pi) / 2.0)
@@ -48,7 +53,17 @@ class HingeTorques:
     params: (worlds, P) or (P,) per-world parameters in SI units. ``callable`` instead of a law: a host function
     ``moment(theta, rate, params) -> tau`` on (worlds, hinges) arrays (slow path: two device copies per step)."""
 
-    def __init__(self, model: Model, hinges: Sequence[tuple[int, int]], params, *, law: str | Callable = "linear", axis=(0.0, 0.0, 1.0), rest_angles=None, body_q0: np.ndarray | None = None):
+    def __init__(
+        self,
+        model: Model,
+        hinges: Sequence[tuple[int, int]],
+        params,
+        *,
+        law: str | Callable = "linear",
+        axis=(0.0, 0.0, 1.0),
+        rest_angles=None,
+        body_q0: np.ndarray | None = None,
+    ):
         self.model = model
         pairs = np.asarray(hinges, dtype=np.int64).reshape(-1, 2)
         if len(pairs) == 0:
@@ -75,14 +90,18 @@ class HingeTorques:
         if np.any(norms < 1e-9) or not np.all(np.isfinite(axes)):
             raise ValueError("hinge axes must be finite and non-zero")
         axes /= norms[:, None]
-        rest = np.zeros(self.hinge_count) if rest_angles is None else np.broadcast_to(np.asarray(rest_angles, dtype=np.float64), (self.hinge_count,))
+        rest = (
+            np.zeros(self.hinge_count)
+            if rest_angles is None
+            else np.broadcast_to(np.asarray(rest_angles, dtype=np.float64), (self.hinge_count,))
+        )
         if not np.all(np.isfinite(rest)):
             raise ValueError("rest_angles must be finite")
         ident = np.array([0.0, 0.0, 0.0, 1.0])
         # rest pose (per world, hinge) = initial relative rotation followed by a rotation r about the hinge axis;
         # the axis is stored in the child frame (from world 0: the hinge axis is the same in every world's body frame)
         rest_q, axis_c = [], []
-        for (p, c), a, r in zip(pairs, axes, rest):
+        for (_, c), a in zip(pairs, axes):
             axis_c.append(quat_to_matrix(q0[0, c, 3:]).T @ a)
         for w in range(W):
             for (p, c), a_c, r in zip(pairs, axis_c, rest):
@@ -117,12 +136,17 @@ class HingeTorques:
         if p.ndim != 2 or p.shape[0] != W:
             raise ValueError(f"hinge torque params must have shape (P,) or ({W}, P), got {p.shape}")
         if self.callable is None and p.shape[1] != len(LAWS[self.law]):
-            raise ValueError(f"law {self.law!r} takes {len(LAWS[self.law])} parameters ({', '.join(LAWS[self.law][:4])}...), got {p.shape[1]}")
+            raise ValueError(
+                f"law {self.law!r} takes {len(LAWS[self.law])} parameters ({', '.join(LAWS[self.law][:4])}...), got "
+                f"{p.shape[1]}"
+            )
         if not np.all(np.isfinite(p)):
             raise ValueError("hinge torque params must be finite")
         if self.law == "linear" and np.any(p < 0):
             raise ValueError("linear hinge stiffness and damping must be ≥ 0")
-        if self.law == "wrinkling" and (np.any(p[:, 0] < 0) or np.any(p[:, 1] <= 0) or np.any(p[:, 1] >= 1) or np.any(p[:, 2] < 0)):
+        if self.law == "wrinkling" and (
+            np.any(p[:, 0] < 0) or np.any(p[:, 1] <= 0) or np.any(p[:, 1] >= 1) or np.any(p[:, 2] < 0)
+        ):
             raise ValueError("wrinkling hinge params need m_full ≥ 0, 0 < eps_crit < 1, damping ≥ 0")
         self._params_np = p
         self.params = wp.array(p.ravel().astype(np.float32), dtype=float, device=self.model.device)
@@ -137,7 +161,19 @@ class HingeTorques:
         wp.launch(
             kh.hinge_torques,
             dim=m.worlds * self.hinge_count,
-            inputs=[m.body_count, self.hinge_count, self.parent, self.child, self.rest_rotation, self.axis_child, _LAW_CODE[self.law], self.param_count, self.params, state.body_q, state.body_qd],
+            inputs=[
+                m.body_count,
+                self.hinge_count,
+                self.parent,
+                self.child,
+                self.rest_rotation,
+                self.axis_child,
+                _LAW_CODE[self.law],
+                self.param_count,
+                self.params,
+                state.body_q,
+                state.body_qd,
+            ],
             outputs=[self.angles, control.body_f],
             device=m.device,
         )

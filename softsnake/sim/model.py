@@ -55,7 +55,9 @@ class State:
         self.body_qd = body_qd
 
     def copy(self) -> "State":
-        return State(wp.clone(self.particle_q), wp.clone(self.particle_qd), wp.clone(self.body_q), wp.clone(self.body_qd))
+        return State(
+            wp.clone(self.particle_q), wp.clone(self.particle_qd), wp.clone(self.body_q), wp.clone(self.body_qd)
+        )
 
     def assign(self, other: "State") -> None:
         for name in ("particle_q", "particle_qd", "body_q", "body_qd"):
@@ -66,7 +68,8 @@ class Control:
     """Inputs of all worlds.
 
     particle_f: external force per particle [N] (vec3, worlds·n); distance_rest_scale: per-world multiplier of each
-    distance constraint's rest length (1 = unactuated; the pneumatic actuation sets ε(p) = 1 + p/Y here; a negative value,
+    distance constraint's rest length (1 = unactuated; the pneumatic actuation sets ε(p) = 1 + p/Y here; a negative
+    value,
     e.g. ``kernels.schur.DISTANCE_OFF``, switches the constraint off in that world: no force, its multiplier released);
     body_f: external (force [N], torque [N m]) per body about its centre of mass, world frame (spatial_vector);
     shape_mu: friction coefficients (μ along the shape's t1, t2) of every static shape in every world (vec2,
@@ -103,7 +106,9 @@ class Model:
         self.distance_count = b.distance_count
         self.tet_count = b.tet_count
         self.shape_count = b.shape_count
-        self.contact_count = default_contact_capacity(n, b.shape_count) if contact_capacity is None else int(contact_capacity)
+        self.contact_count = (
+            default_contact_capacity(n, b.shape_count) if contact_capacity is None else int(contact_capacity)
+        )
         self.element_count = self.distance_count + self.tet_count + self.contact_count
         self.body_count = b.body_count
         self.attachment_count = len(b.attachments)
@@ -113,7 +118,8 @@ class Model:
         self.body_shape_count = len(b.body_shapes)
         self.features = [(s["body"], k) + f for k, s in enumerate(b.body_shapes) for f in body_shape_features(s)]
         self.feature_count = len(self.features)
-        # body shapes that other bodies' features / particles collide with (add_shape_*(body_contact=, particle_contact=))
+        # body shapes that other bodies' features / particles collide with (add_shape_*(body_contact=,
+        # particle_contact=))
         self.target_body_shapes = [k for k, s in enumerate(b.body_shapes) if s.get("body_contact", True)]
         self.particle_target_shapes = [k for k, s in enumerate(b.body_shapes) if s.get("particle_contact", True)]
         self.target_count = self.shape_count + len(self.target_body_shapes)
@@ -143,7 +149,9 @@ class Model:
         self._qd0[np.tile(fixed, worlds)] = 0.0
 
         def arr(values, dtype, shape_tail=()):
-            a = np.asarray(values, dtype=np.float32 if dtype in (float, wp.vec3, wp.mat33, wp.quat, wp.vec2) else np.int32)
+            a = np.asarray(
+                values, dtype=np.float32 if dtype in (float, wp.vec3, wp.mat33, wp.quat, wp.vec2) else np.int32
+            )
             if a.size == 0:
                 a = np.zeros((0, *shape_tail), dtype=a.dtype)
             return wp.array(a, dtype=dtype, device=dev)
@@ -205,7 +213,9 @@ class Model:
         mass = np.asarray(masses, dtype=np.float64)
         inertia = np.asarray(inertias, dtype=np.float64).reshape(-1, 3, 3)
         inv_mass = np.where(mass > 0, 1.0 / np.where(mass > 0, mass, 1.0), 0.0)
-        inv_inertia = np.array([np.linalg.inv(I) if mb > 0 else np.zeros((3, 3)) for I, mb in zip(inertia, mass)]).reshape(-1, 3, 3)
+        inv_inertia = np.array(
+            [np.linalg.inv(I) if mb > 0 else np.zeros((3, 3)) for I, mb in zip(inertia, mass)]
+        ).reshape(-1, 3, 3)
         self.body_mass = mass
         self.body_inertia = inertia
         bd.body_inv_mass = arr(inv_mass, float)
@@ -312,7 +322,9 @@ class Model:
         tet_codes = 4 * np.arange(len(tets))[:, None] + np.arange(4)[None, :]
         tet_start, tet_order = self._csr(tets.ravel(), tet_codes.ravel(), n)
         # contact slots are not listed: the step's compact list gives each particle its run of slots
-        particles.append(np.asarray([a[0] for a in b.attachments], dtype=np.int64))  # attachments follow the particle families
+        particles.append(
+            np.asarray([a[0] for a in b.attachments], dtype=np.int64)
+        )  # attachments follow the particle families
         codes.append(4 * (self.rows["attachment"].element_offset + np.arange(len(b.attachments))))
         pb = np.arange(self.particle_body_count)  # particle p against its k-th body-shape target: slot p·targets + k
         particles.append(pb // max(len(self.particle_target_shapes), 1))
@@ -372,5 +384,6 @@ class Model:
         return (
             f"Model(worlds={self.worlds}, particles={self.particle_count}, distances={self.distance_count}, "
             f"tets={self.tet_count}, shapes={self.shape_count}, bodies={self.body_count}, joints={self.joint_count}, "
-            f"attachments={self.attachment_count}, body shapes={self.body_shape_count}, rows/world={self.row_count}, device={self.device})"
+            f"attachments={self.attachment_count}, body shapes={self.body_shape_count}, rows/world={self.row_count}, "
+            f"device={self.device})"
         )

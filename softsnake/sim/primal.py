@@ -16,8 +16,8 @@ from softsnake.kernels import body_precond as kbp
 from softsnake.kernels import minres as kmr
 from softsnake.kernels import step_body_blocks as kblocks
 from softsnake.kernels import step_primal as kstep
-from softsnake.kernels.stiffness import StiffnessPattern
 from softsnake.kernels.data import ModelData
+from softsnake.kernels.stiffness import StiffnessPattern
 
 from .coarse_space import build_coarse_space, connected_labels, lame_parameters
 from .stiffness import block_pattern
@@ -32,7 +32,9 @@ def tet_scaled_lame(data: ModelData, h: float) -> np.ndarray:
     return np.stack([scale * lam, scale * mu], axis=1) if len(lam) else np.zeros((1, 2))
 
 
-def momentum_body_inv_mass(body_start: np.ndarray, body_particles: np.ndarray, mass: np.ndarray, inv_mass: np.ndarray) -> np.ndarray:
+def momentum_body_inv_mass(
+    body_start: np.ndarray, body_particles: np.ndarray, mass: np.ndarray, inv_mass: np.ndarray
+) -> np.ndarray:
     """(bodies,) 1/Σm [1/kg] of each soft body (CSR body_start/body_particles) whose particles are all free, 0 for a
     body with a kinematic particle (held by it: no uniform correction) — PrimalStep.balance_momentum."""
     out = np.zeros(max(len(body_start) - 1, 1))
@@ -55,7 +57,6 @@ def with_inverse_masses(data: ModelData, inv_mass: wp.array) -> ModelData:
 
 class PrimalStep:
     """The primal formulation of a :class:`~softsnake.sim.solver.Solver`: warm start, Newton stages and finish."""
-
 
     def __init__(self, solver):
         self.s = solver
@@ -109,7 +110,9 @@ class PrimalStep:
         p.body_start = i32(cs.body_particle_start)
         p.body_particles = i32(cs.body_particles)
         # momentum balance: 1/Σm of each soft body without kinematic particles, 0 for the others
-        p.body_inv_mass = f32(momentum_body_inv_mass(cs.body_particle_start, cs.body_particles, m.particle_mass, m.particle_inv_mass_host))
+        p.body_inv_mass = f32(
+            momentum_body_inv_mass(cs.body_particle_start, cs.body_particles, m.particle_mass, m.particle_inv_mass_host)
+        )
         p.body_of_particle = i32(cs.body_of_particle)
         p.rest = wp.array(cs.rest.astype(np.float32), dtype=wp.vec3, device=dev)
         p.node_index = i32(cs.node_index.ravel())
@@ -121,7 +124,11 @@ class PrimalStep:
         p.node_first = i32(cs.node_first)
         # the coarse solve reads each body's dense inverse and its part of rc as vec4s (blocks of 4·k nodes)
         p.inverse_start = i32(cs.inverse_start // 4)
-        p.inverse = wp.array(np.asarray(cs.inverse if cs.inverse.size else np.zeros(4), dtype=np.float32).reshape(-1, 4), dtype=wp.vec4, device=dev)
+        p.inverse = wp.array(
+            np.asarray(cs.inverse if cs.inverse.size else np.zeros(4), dtype=np.float32).reshape(-1, 4),
+            dtype=wp.vec4,
+            device=dev,
+        )
         p.rotation = wp.zeros(max(W * self.bodies, 1), dtype=wp.mat33, device=dev)
         self._rc = wp.zeros(max(3 * W * self.nodes, 4), dtype=float, device=dev)
         p.rc = self._rc
@@ -242,7 +249,8 @@ class PrimalStep:
         self._stage(kstep.saddle_product, self._saddle(xv, xl), 1 if negate_rows else 0, self._saddle(yv, yl))
 
     def precondition(self, rv: wp.array, rl: wp.array, zv: wp.array, zl: wp.array) -> None:
-        """(zv, zl) = blockdiag(two-level A⁻¹ approximation, rows' preconditioner) (rv, rl), every world (one launch)."""
+        """(zv, zl) = blockdiag(two-level A⁻¹ approximation, rows' preconditioner) (rv, rl), every world (one
+        launch)."""
         self._stage(kstep.saddle_preconditioner, self._saddle(rv, rl), self._saddle(zv, zl))
 
     def dense(self, apply) -> tuple[np.ndarray, np.ndarray]:

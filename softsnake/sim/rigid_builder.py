@@ -63,7 +63,9 @@ class RigidBuilderMixin:
     def body_count(self) -> int:
         return len(self.body_q)
 
-    def add_body(self, pos, rot=(0.0, 0.0, 0.0, 1.0), mass=None, inertia=None, *, vel=(0.0, 0.0, 0.0), ang_vel=(0.0, 0.0, 0.0)) -> int:
+    def add_body(
+        self, pos, rot=(0.0, 0.0, 0.0, 1.0), mass=None, inertia=None, *, vel=(0.0, 0.0, 0.0), ang_vel=(0.0, 0.0, 0.0)
+    ) -> int:
         """Rigid body at ``pos`` [m] with orientation ``rot`` (unit quaternion x, y, z, w).
 
         mass [kg] (0 → kinematic: moves only with its given velocity); inertia [kg m²] about the centre of mass in the
@@ -76,7 +78,9 @@ class RigidBuilderMixin:
             raise ValueError("give both mass and inertia, or neither (then they come from the body's shapes)")
         if mass is None:
             self.body_q.append(np.concatenate([p, q]))
-            self.body_qd.append(np.concatenate([check.finite_vector("vel", vel), check.finite_vector("ang_vel", ang_vel)]))
+            self.body_qd.append(
+                np.concatenate([check.finite_vector("vel", vel), check.finite_vector("ang_vel", ang_vel)])
+            )
             self.body_mass.append(None)
             self.body_inertia.append(None)
             return self.body_count - 1
@@ -99,7 +103,8 @@ class RigidBuilderMixin:
     def _check_body_index(self, name: str, body: int, *, allow_world: bool) -> int:
         b = int(body)
         if b != body or b < (-1 if allow_world else 0) or b >= self.body_count:
-            raise ValueError(f"{name}: unknown body index {body} (bodies: {self.body_count}{', or -1 for the world' if allow_world else ''})")
+            world = ", or -1 for the world" if allow_world else ""
+            raise ValueError(f"{name}: unknown body index {body} (bodies: {self.body_count}{world})")
         return b
 
     def _body_frame(self, body: int) -> tuple[np.ndarray, np.ndarray]:
@@ -110,7 +115,19 @@ class RigidBuilderMixin:
 
     def _add_body_shape(self, kind, body, pos, rot, params, mu, density, contact=(True, True)) -> int:
         body_contact, particle_contact = (bool(c) for c in contact)
-        self.body_shapes.append(dict(type=int(kind), body=body, pos=pos, rot=rot, params=np.asarray(params, dtype=np.float64), mu=mu, density=density, body_contact=body_contact, particle_contact=particle_contact))
+        self.body_shapes.append(
+            dict(
+                type=int(kind),
+                body=body,
+                pos=pos,
+                rot=rot,
+                params=np.asarray(params, dtype=np.float64),
+                mu=mu,
+                density=density,
+                body_contact=body_contact,
+                particle_contact=particle_contact,
+            )
+        )
         return len(self.body_shapes) - 1
 
     def resolved_body_mass_properties(self) -> tuple[list[float], list[np.ndarray]]:
@@ -141,7 +158,9 @@ class RigidBuilderMixin:
         self.attachments.append((p, b, offset, check.non_negative("compliance", compliance)))
         return len(self.attachments) - 1
 
-    def _add_joint(self, kind, parent, child, anchor, axis, *, target_velocity, stiffness, damping, rest, compliance) -> int:
+    def _add_joint(
+        self, kind, parent, child, anchor, axis, *, target_velocity, stiffness, damping, rest, compliance
+    ) -> int:
         pa = self._check_body_index("joint parent", parent, allow_world=True)
         ch = self._check_body_index("joint child", child, allow_world=False)
         if pa == ch:
@@ -152,14 +171,26 @@ class RigidBuilderMixin:
             raise ValueError("axis must be non-zero")
         axis = axis / np.linalg.norm(axis)
         if target_velocity is not None and stiffness:
-            raise ValueError("a joint drive is either a velocity motor (target_velocity) or a spring (stiffness), not both")
+            raise ValueError(
+                "a joint drive is either a velocity motor (target_velocity) or a spring (stiffness), not both"
+            )
         if target_velocity is not None:
-            mode, target, drive_compliance, beta = DRIVE_MOTOR, float(target_velocity), 0.0, check.non_negative("damping", damping)
+            mode, target, drive_compliance, beta = (
+                DRIVE_MOTOR,
+                float(target_velocity),
+                0.0,
+                check.non_negative("damping", damping),
+            )
             if not np.isfinite(target):
                 raise ValueError(f"target_velocity must be finite, got {target_velocity!r}")
         elif stiffness:
             k = check.positive("stiffness", stiffness)
-            mode, target, drive_compliance, beta = DRIVE_SPRING, float(rest), 1.0 / k, check.non_negative("damping", damping) / k
+            mode, target, drive_compliance, beta = (
+                DRIVE_SPRING,
+                float(rest),
+                1.0 / k,
+                check.non_negative("damping", damping) / k,
+            )
         else:
             mode, target, drive_compliance, beta = DRIVE_FREE, 0.0, 0.0, 0.0
         pp, pq = self._body_frame(pa)
@@ -189,25 +220,83 @@ class RigidBuilderMixin:
         )
         return len(self.joints) - 1
 
-    def add_joint_revolute(self, parent: int, child: int, anchor, axis, *, target_velocity=None, stiffness: float = 0.0, damping: float = 0.0, rest_angle: float = 0.0, compliance: float = 0.0) -> int:
-        """Hinge between ``parent`` (−1: world) and ``child`` through ``anchor`` [m] about ``axis`` (world frame at build).
+    def add_joint_revolute(
+        self,
+        parent: int,
+        child: int,
+        anchor,
+        axis,
+        *,
+        target_velocity=None,
+        stiffness: float = 0.0,
+        damping: float = 0.0,
+        rest_angle: float = 0.0,
+        compliance: float = 0.0,
+    ) -> int:
+        """Hinge between ``parent`` (−1: world) and ``child`` through ``anchor`` [m] about ``axis`` (world frame at
+        build).
 
         Optional drive on the hinge angle: a velocity motor (``target_velocity`` [rad/s]) or a spring (``stiffness``
         [N m/rad], ``damping`` [N m s/rad], ``rest_angle`` [rad] from the built pose). A motor with ``damping`` > 0 is
         a viscous servo, torque = damping·(target − ω); ``target_velocity=0`` with damping is bearing friction.
         compliance: of the 5 locked rows."""
-        return self._add_joint(JOINT_REVOLUTE, parent, child, anchor, axis, target_velocity=target_velocity, stiffness=stiffness, damping=damping, rest=rest_angle, compliance=compliance)
+        return self._add_joint(
+            JOINT_REVOLUTE,
+            parent,
+            child,
+            anchor,
+            axis,
+            target_velocity=target_velocity,
+            stiffness=stiffness,
+            damping=damping,
+            rest=rest_angle,
+            compliance=compliance,
+        )
 
-    def add_joint_prismatic(self, parent: int, child: int, anchor, axis, *, target_velocity=None, stiffness: float = 0.0, damping: float = 0.0, rest_slide: float = 0.0, compliance: float = 0.0) -> int:
+    def add_joint_prismatic(
+        self,
+        parent: int,
+        child: int,
+        anchor,
+        axis,
+        *,
+        target_velocity=None,
+        stiffness: float = 0.0,
+        damping: float = 0.0,
+        rest_slide: float = 0.0,
+        compliance: float = 0.0,
+    ) -> int:
         """Slider along ``axis`` (world frame at build) through ``anchor`` [m]; drive: motor [m/s] or spring [N/m]."""
-        return self._add_joint(JOINT_PRISMATIC, parent, child, anchor, axis, target_velocity=target_velocity, stiffness=stiffness, damping=damping, rest=rest_slide, compliance=compliance)
+        return self._add_joint(
+            JOINT_PRISMATIC,
+            parent,
+            child,
+            anchor,
+            axis,
+            target_velocity=target_velocity,
+            stiffness=stiffness,
+            damping=damping,
+            rest=rest_slide,
+            compliance=compliance,
+        )
 
     def add_joint_fixed(self, parent: int, child: int, anchor=None, *, compliance: float = 0.0) -> int:
         """Weld ``child`` to ``parent`` (−1: world) at ``anchor`` [m] (default: the child's position)."""
         ch = self._check_body_index("joint child", child, allow_world=False)
         if anchor is None:
             anchor = self.body_q[ch][:3]
-        return self._add_joint(JOINT_FIXED, parent, child, anchor, (0.0, 0.0, 1.0), target_velocity=None, stiffness=0.0, damping=0.0, rest=0.0, compliance=compliance)
+        return self._add_joint(
+            JOINT_FIXED,
+            parent,
+            child,
+            anchor,
+            (0.0, 0.0, 1.0),
+            target_velocity=None,
+            stiffness=0.0,
+            damping=0.0,
+            rest=0.0,
+            compliance=compliance,
+        )
 
 
 def shape_mass_properties(kind: int, params: np.ndarray, density: float) -> tuple[float, np.ndarray]:

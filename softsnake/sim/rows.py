@@ -84,4 +84,8 @@ class RowTable:
         return lam[:, f.offset : f.end].reshape(lam.shape[0], f.elements, f.rows_per_element)
 
     def __repr__(self) -> str:
-        return "RowTable(" + ", ".join(f"{f.name}: {f.elements}×{f.rows_per_element} @ {f.offset}" for f in self.families) + ")"
+        return (
+            "RowTable("
+            + ", ".join(f"{f.name}: {f.elements}×{f.rows_per_element} @ {f.offset}" for f in self.families)
+            + ")"
+        )

@@ -35,12 +35,15 @@ from .model import Control, Model, State
 
 
 class SimulationDiverged(FloatingPointError):
-    """A step produced non-finite positions or velocities, or runaway speeds; the state was restored to the start of that step."""
+    """A step produced non-finite positions or velocities, or runaway speeds; the state was restored to the start of
+    that step.
+    """
 
     def __init__(self, worlds):
         self.worlds = list(worlds)
         super().__init__(
-            f"simulation diverged (non-finite state or speed above SolverConfig.max_speed) in world(s) {self.worlds}; the state was restored to the start "
+            f"simulation diverged (non-finite state or speed above SolverConfig.max_speed) in world(s) "
+            f"{self.worlds}; the state was restored to the start "
             "of the step. Reduce the time step, raise newton/linear iterations, or check the model parameters."
         )
 
@@ -119,7 +122,18 @@ class SolverConfig:
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or v < 1:
                 raise ValueError(f"{name} must be an integer ≥ 1, got {v!r}")
-        for name in ("linear_tolerance", "newton_tolerance", "warm_start", "contact_warm_start", "contact_margin", "max_speed", "fb_min_derivative", "fb_smoothing", "friction_free_weight", "friction_stick_velocity"):
+        for name in (
+            "linear_tolerance",
+            "newton_tolerance",
+            "warm_start",
+            "contact_warm_start",
+            "contact_margin",
+            "max_speed",
+            "fb_min_derivative",
+            "fb_smoothing",
+            "friction_free_weight",
+            "friction_stick_velocity",
+        ):
             v = float(getattr(self, name))
             if not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number ≥ 0, got {getattr(self, name)!r}")
@@ -129,7 +143,11 @@ class SolverConfig:
             raise ValueError(f"block_dim must be 0 (automatic), 32, 64, 128 or 256, got {self.block_dim!r}")
         if isinstance(self.coarse_cells, bool) or int(self.coarse_cells) != self.coarse_cells or self.coarse_cells < 0:
             raise ValueError(f"coarse_cells must be an integer ≥ 0, got {self.coarse_cells!r}")
-        if isinstance(self.coarse_cell_edges, bool) or not np.isfinite(float(self.coarse_cell_edges)) or self.coarse_cell_edges < 1.0:
+        if (
+            isinstance(self.coarse_cell_edges, bool)
+            or not np.isfinite(float(self.coarse_cell_edges))
+            or self.coarse_cell_edges < 1.0
+        ):
             raise ValueError(f"coarse_cell_edges must be a finite number ≥ 1, got {self.coarse_cell_edges!r}")
         if self.on_nonfinite not in ("raise", "flag"):
             raise ValueError(f"on_nonfinite must be 'raise' or 'flag', got {self.on_nonfinite!r}")
@@ -168,7 +186,16 @@ class Solver:
         config: SolverConfig; keyword overrides of its fields are accepted too.
     """
 
-    def __init__(self, model: Model, dt: float = 1.0 / 120.0, newton_iterations: int | None = None, linear_iterations: int | None = None, *, config: SolverConfig | None = None, **overrides):
+    def __init__(
+        self,
+        model: Model,
+        dt: float = 1.0 / 120.0,
+        newton_iterations: int | None = None,
+        linear_iterations: int | None = None,
+        *,
+        config: SolverConfig | None = None,
+        **overrides,
+    ):
         if not isinstance(model, Model):
             raise ValueError("Solver needs a Model (ModelBuilder.finalize())")
         dt = float(dt)
@@ -223,9 +250,13 @@ class Solver:
         cs.free_weight = cfg.friction_free_weight
         cs.stick_velocity = cfg.friction_stick_velocity
         s.contact = cs
-        s.x_start, s.v_start, s.v, s.impulse, s.carried_impulse = (wp.zeros(np_, dtype=wp.vec3, device=dev) for _ in range(5))
+        s.x_start, s.v_start, s.v, s.impulse, s.carried_impulse = (
+            wp.zeros(np_, dtype=wp.vec3, device=dev) for _ in range(5)
+        )
         s.body_x_start = wp.zeros(nb, dtype=wp.transform, device=dev)
-        s.body_v_start, s.body_v, s.body_impulse, s.carried_body_impulse = (wp.zeros(nb, dtype=wp.spatial_vector, device=dev) for _ in range(4))
+        s.body_v_start, s.body_v, s.body_impulse, s.carried_body_impulse = (
+            wp.zeros(nb, dtype=wp.spatial_vector, device=dev) for _ in range(4)
+        )
         s.body_momentum = wp.zeros(nb, dtype=wp.vec3, device=dev)
         s.lam, s.dlam, s.rhs, s.diag, s.back = (rows() for _ in range(5))
         s.contact_lam_n_prev = wp.zeros(W * m.contact_count, dtype=float, device=dev)
@@ -244,7 +275,9 @@ class Solver:
         s.jac = jac  # the contact list's arrays are set by ContactList
         bj = BodyJacobian()
         bj.attachment_arm = wp.zeros(W * m.attachment_count, dtype=wp.vec3, device=dev)
-        bj.joint_lin, bj.joint_ang_parent, bj.joint_ang_child = (wp.zeros(W * m.joint_count * 6, dtype=wp.vec3, device=dev) for _ in range(3))
+        bj.joint_lin, bj.joint_ang_parent, bj.joint_ang_child = (
+            wp.zeros(W * m.joint_count * 6, dtype=wp.vec3, device=dev) for _ in range(3)
+        )
         nbc = W * m.body_contact_count
         bj.contact_frame = wp.zeros(nbc, dtype=wp.mat33, device=dev)
         bj.contact_arm_a, bj.contact_arm_b = (wp.zeros(nbc, dtype=wp.vec3, device=dev) for _ in range(2))
@@ -282,13 +315,27 @@ class Solver:
         if state.particle_q.shape[0] != m.worlds * m.particle_count:
             raise ValueError("state does not belong to this model (wrong particle count)")
         s = self.data
-        s.particle_q, s.particle_qd, s.body_q, s.body_qd = state.particle_q, state.particle_qd, state.body_q, state.body_qd
+        s.particle_q, s.particle_qd, s.body_q, s.body_qd = (
+            state.particle_q,
+            state.particle_qd,
+            state.body_q,
+            state.body_qd,
+        )
         s.particle_f = control.particle_f if control is not None else self._no_force
         s.distance_scale = control.distance_rest_scale if control is not None else self._unit_scale
         s.body_f = control.body_f if control is not None else self._no_wrench
         s.shape_mu = control.shape_mu if control is not None else self._built_friction
         if self._use_graph():
-            inputs = (s.particle_q, s.particle_qd, s.body_q, s.body_qd, s.particle_f, s.distance_scale, s.body_f, s.shape_mu)
+            inputs = (
+                s.particle_q,
+                s.particle_qd,
+                s.body_q,
+                s.body_qd,
+                s.particle_f,
+                s.distance_scale,
+                s.body_f,
+                s.shape_mu,
+            )
             key = tuple(a.ptr for a in inputs)
             if self._graph is None or self._graph_key != key:
                 # this step runs eagerly (which also loads the kernel modules); the capture only records the launches
@@ -304,7 +351,9 @@ class Solver:
 
     def launch(self, kernel, *inputs) -> None:
         """One stage: ``kernel`` over the worlds, one block of ``block_dim`` lanes per world."""
-        wp.launch_tiled(kernel, dim=[self.model.worlds], inputs=list(inputs), block_dim=self.block_dim, device=self.model.device)
+        wp.launch_tiled(
+            kernel, dim=[self.model.worlds], inputs=list(inputs), block_dim=self.block_dim, device=self.model.device
+        )
 
     def _launch_step(self) -> None:
         """The stages of one step (docs/solver.md, "The step")."""
@@ -349,11 +398,28 @@ class Solver:
         """Positions and velocities back to the start of the step, in every world (all_worlds = 1) or in the worlds
         flagged non-finite; those worlds restart their multipliers cold."""
         m, s = self.model, self.data
-        wp.launch(kint.restore_particles, dim=m.worlds * m.particle_count, inputs=[m.particle_count, all_worlds, s.nonfinite, s.x_start, s.v_start], outputs=[state.particle_q, state.particle_qd], device=m.device)
-        wp.launch(krigid.restore_bodies, dim=m.worlds * m.body_count, inputs=[m.body_count, all_worlds, s.nonfinite, s.body_x_start, s.body_v_start], outputs=[state.body_q, state.body_qd], device=m.device)
+        wp.launch(
+            kint.restore_particles,
+            dim=m.worlds * m.particle_count,
+            inputs=[m.particle_count, all_worlds, s.nonfinite, s.x_start, s.v_start],
+            outputs=[state.particle_q, state.particle_qd],
+            device=m.device,
+        )
+        wp.launch(
+            krigid.restore_bodies,
+            dim=m.worlds * m.body_count,
+            inputs=[m.body_count, all_worlds, s.nonfinite, s.body_x_start, s.body_v_start],
+            outputs=[state.body_q, state.body_qd],
+            device=m.device,
+        )
         if m.row_count > 0:
             # a rejected world restarts cold; in "flag" mode the other worlds keep their carried multipliers
-            wp.launch(kint.reset_multipliers, dim=m.worlds * m.row_count, inputs=[m.row_count, all_worlds, s.nonfinite, s.lam], device=m.device)
+            wp.launch(
+                kint.reset_multipliers,
+                dim=m.worlds * m.row_count,
+                inputs=[m.row_count, all_worlds, s.nonfinite, s.lam],
+                device=m.device,
+            )
         s.nonfinite.zero_()
 
     # ---------------------------------------------------------- checkpoints
@@ -445,7 +511,9 @@ class Solver:
         return m.rows.slice(self.lam.numpy().reshape(m.worlds, m.row_count), name).copy()
 
     def tet_stress(self) -> np.ndarray:
-        """Per-tet stress from the multipliers, σ = −λ/(V·h) in Voigt order (tensor shear) [Pa], shape (worlds, tets, 6)."""
+        """Per-tet stress from the multipliers, σ = −λ/(V·h) in Voigt order (tensor shear) [Pa], shape (worlds, tets,
+        6).
+        """
         vol = self.model.data.tet_volume.numpy()
         return -self._family_multipliers("tet") / (vol[None, :, None] * self.dt)
 

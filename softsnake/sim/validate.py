@@ -34,7 +34,9 @@ def positive(name: str, value) -> float:
 def poisson_ratio(value) -> float:
     v = float(value)
     if not math.isfinite(v) or not (-1.0 < v < 0.5):
-        raise ValueError(f"poisson_ratio must lie in (-1, 0.5), got {value!r} (0.5 is exactly incompressible: use e.g. 0.4999)")
+        raise ValueError(
+            f"poisson_ratio must lie in (-1, 0.5), got {value!r} (0.5 is exactly incompressible: use e.g. 0.4999)"
+        )
     return v
 
 

@@ -82,8 +82,9 @@ def record_first_solve(step_file: str, out: str) -> None:
 def rerecord(step_file: str, solve_file: str) -> None:
     """Re-record the frame after the checkpoint and the first solve with the current kernels (module docstring)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from helpers import probe_first_linear_solve
     from test_recorded_step import STATE, end_of_frame, recorded_frame
+
+    from helpers import probe_first_linear_solve
 
     quiet_warp()
     with np.load(step_file) as f:
@@ -102,7 +103,10 @@ if __name__ == "__main__":
         sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1] == "--first-solve":
         # python make_recorded_step.py --first-solve [recorded_snake_step.npz [recorded_snake_solve.npz]]
-        args = sys.argv[2:] + [str(here / "recorded_snake_step.npz"), str(here / "recorded_snake_solve.npz")][len(sys.argv[2:]) :]
+        args = (
+            sys.argv[2:]
+            + [str(here / "recorded_snake_step.npz"), str(here / "recorded_snake_solve.npz")][len(sys.argv[2:]) :]
+        )
         record_first_solve(args[0], args[1])
     else:
         main(sys.argv[1] if len(sys.argv) > 1 else str(here / "recorded_snake_step.npz"))
