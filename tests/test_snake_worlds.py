@@ -125,3 +125,20 @@ def test_reset_variations_turn_the_snake_and_are_checked():
             sim.reset_worlds([0, 1], **kwargs)
         after = sim.snapshot()
         assert all(np.array_equal(before[k], after[k]) for k in before if k != "meta")  # nothing touched
+
+
+def test_three_gaits_in_one_batch_reproduce_three_single_runs(tmp_path):
+    """Acceptance: ``softsnake gait --phi -0.3,0,0.3`` runs three gaits as three worlds and writes one trajectory per
+    world; each equals the single-gait run of that φ bit for bit on the CPU."""
+    from softsnake.cli import main
+
+    common = ["gait", "--coarse", "--seconds", "0.1", "--no-usd", "--no-gif", "--quiet", "--device", TEST_DEVICE]
+    assert main([*common, "--phi", "-0.3,0,0.3", "--out", str(tmp_path / "batch")]) == 0
+    batch = np.load(tmp_path / "batch" / "trajectory.npz")
+    assert batch["phi"].tolist() == [-0.3, 0.0, 0.3] and batch["com"].shape[1] == 3
+    for w, phi in enumerate(("-0.3", "0", "0.3")):
+        assert main([*common, "--phi", phi, "--out", str(tmp_path / phi)]) == 0
+        single = np.load(tmp_path / phi / "trajectory.npz")
+        for name in ("com", "pressure", "curvature", "heading"):
+            assert np.array_equal(batch[name][:, w], single[name][:, 0]), (phi, name)
+    assert not np.array_equal(batch["curvature"][:, 0], batch["curvature"][:, 2])  # the gaits differ

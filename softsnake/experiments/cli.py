@@ -123,6 +123,31 @@ def _resumed_config(path):
         raise ValueError(f"checkpoint {str(path)!r} is damaged: {exc}") from None
 
 
+def gait_from_lists(args, cfg, gait_class):
+    """The gait of ``--omega/--alpha/--phi/--amplitude``, each one value or a comma-separated list of one per world:
+    ``args.worlds`` is set to the lists' length when not given (or read from a checkpoint)."""
+    lists = {f"--{k}": getattr(args, k) for k in ("omega", "alpha", "phi", "amplitude")}
+    lengths = {flag: len(v) for flag, v in lists.items() if len(v) > 1}
+    worlds = args.worlds or max([1, *lengths.values()])
+    wrong = {flag: n for flag, n in lengths.items() if n != worlds}
+    if wrong:
+        given = ", ".join(f"{flag} has {n}" for flag, n in wrong.items())
+        source = "--worlds" if args.worlds else "the longest list"
+        raise ValueError(f"give one value or one per world ({worlds} from {source}): {given}")
+    args.worlds = worlds
+    highest = 1.0 / (FRAMES_PER_GAIT_PERIOD * cfg.frame_dt)
+    if max(args.omega) > highest:
+        raise ValueError(
+            f"--omega must be ≤ {highest:g} Hz (the gait is sampled once per {cfg.frame_dt:.4g} s control frame, and "
+            f"a period needs at least {FRAMES_PER_GAIT_PERIOD} frames), got {max(args.omega):g}"
+        )
+    values = {
+        k: (v[0] if len(v) == 1 else list(v))
+        for k, v in zip(("omega_hz", "alpha", "phi", "amplitude_psi"), lists.values())
+    }
+    return gait_class(**values, p_max_psi=cfg.p_max_psi)
+
+
 def check_gait_command(args) -> None:
     from softsnake.cli_args import check_device
     from softsnake.robots.pneumatics import OpenLoopGait
@@ -149,19 +174,10 @@ def check_gait_command(args) -> None:
         if budget:
             cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, **budget))
     else:
-        args.worlds = args.worlds or 1
         cfg = _config(args)
         if args.no_latency:
             cfg = dataclasses.replace(cfg, pneumatics=dataclasses.replace(cfg.pneumatics, latency=False))
-    highest = 1.0 / (FRAMES_PER_GAIT_PERIOD * cfg.frame_dt)
-    if args.omega > highest:
-        raise ValueError(
-            f"--omega must be ≤ {highest:g} Hz (the gait is sampled once per {cfg.frame_dt:.4g} s control frame, and "
-            f"a period needs at least {FRAMES_PER_GAIT_PERIOD} frames), got {args.omega:g}"
-        )
-    args.gait = OpenLoopGait(
-        omega_hz=args.omega, alpha=args.alpha, phi=args.phi, amplitude_psi=args.amplitude, p_max_psi=cfg.p_max_psi
-    )
+    args.gait = gait_from_lists(args, cfg, OpenLoopGait)
     frames = _frames(args.seconds, cfg)
     check_device(args.device)
     _check_size(
@@ -202,21 +218,23 @@ def run_gait_command(args) -> int:
         if usd is not None:
             usd.discard()
         raise
-    traj.save(out / "trajectory.npz")
+    per_world = {k: np.broadcast_to(v, (args.worlds,)) for k, v in gait.as_dict().items() if k != "p_max_psi"}
+    traj.save(out / "trajectory.npz", **per_world)
     sim.save(out / "checkpoint.npz")
     latency = cfg.pneumatics.latency
-    label = (
-        f"ω={gait.omega_hz} Hz, α={gait.alpha:.3f}, φ={gait.phi}, A={gait.amplitude_psi} psi, latency "
-        f"{'on' if latency else 'off'}"
-    )
-    plot_trajectory(traj, out / "trajectory.png", title=label)
+    label = gait_label(gait.world(0)) + f", latency {'on' if latency else 'off'}"
+    labels = None
+    if gait.worlds is not None:
+        labels = [gait_label(gait.world(w)) for w in range(gait.worlds)]
+        label = f"{gait.worlds} gaits, latency {'on' if latency else 'off'}"
+    plot_trajectory(traj, out / "trajectory.png", labels=labels, title=label)
     if animation is not None:
         animation.save(out / "snake.gif", title=label)
     if usd is not None:
         usd.close()
     speed = traj.speed_body_lengths()
     summary = dict(
-        gait=dataclasses.asdict(gait),
+        gait=gait.as_dict(),
         latency=latency,
         resumed_from=str(args.resume) if args.resume else None,
         start_seconds=traj.t0,
@@ -231,10 +249,12 @@ def run_gait_command(args) -> int:
     if args.json:
         print(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=1))
         return 0
-    print(
-        f"COM displacement world 0: {traj.displacement()[0].round(4).tolist()} m, mean speed {speed[0]:.3f} body "
-        "lengths/s"
-    )
+    for w in range(min(args.worlds, 16)):
+        which = f"world {w}" + (f" ({gait_label(gait.world(w))})" if gait.worlds is not None else "")
+        print(
+            f"COM displacement {which}: {traj.displacement()[w].round(4).tolist()} m, mean speed {speed[w]:.3f} body "
+            "lengths/s"
+        )
     written = (
         ["trajectory.png", "summary.json", "checkpoint.npz"]
         + ([] if animation is None else ["snake.gif"])
@@ -242,6 +262,11 @@ def run_gait_command(args) -> int:
     )
     print(f"wrote {Path(args.out_final) / 'trajectory.npz'}, {', '.join(written)}")
     return 0
+
+
+def gait_label(gait) -> str:
+    """A single gait's parameters in one short line."""
+    return f"ω={gait.omega_hz:g} Hz, α={gait.alpha:.3f}, φ={gait.phi:g}, A={gait.amplitude_psi:g} psi"
 
 
 # ----------------------------------------------------------------------- curvature
@@ -446,7 +471,7 @@ def run_info_command(args) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    from softsnake.cli_args import input_path, integer, number, output_file, output_folder
+    from softsnake.cli_args import input_path, integer, number, numbers, output_file, output_folder
 
     def common(p, device=True):
         p.add_argument(
@@ -491,15 +516,25 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         metavar="CHECKPOINT",
         help="continue the run that wrote this checkpoint.npz (its snakes, configuration and gait time)",
     )
+    per_world = "; a comma-separated list gives one value per world"
     p.add_argument(
         "--omega",
-        type=number(0),
-        default=2.0,
-        help="oscillation frequency ω [Hz], ≤ a quarter of the frame rate (15 Hz) (default 2)",
+        type=numbers(0),
+        default=(2.0,),
+        help=f"oscillation frequency ω [Hz], ≤ a quarter of the frame rate (15 Hz) (default 2){per_world}",
     )
-    p.add_argument("--alpha", type=number(), default=math.pi / 2, help="phase lag between links α [rad] (default π/2)")
-    p.add_argument("--phi", type=number(-1, 1), default=0.0, help="offset φ in [−1, 1] (turning; default 0)")
-    p.add_argument("--amplitude", type=number(), default=8.0, help="amplitude A [psi] ≤ p_max (default 8)")
+    p.add_argument(
+        "--alpha",
+        type=numbers(),
+        default=(math.pi / 2,),
+        help=f"phase lag between links α [rad] (default π/2){per_world}",
+    )
+    p.add_argument(
+        "--phi", type=numbers(-1, 1), default=(0.0,), help=f"offset φ in [−1, 1] (turning; default 0){per_world}"
+    )
+    p.add_argument(
+        "--amplitude", type=numbers(), default=(8.0,), help=f"amplitude A [psi] ≤ p_max (default 8){per_world}"
+    )
     p.add_argument("--no-latency", action="store_true", help="pressures follow the targets instantly (paper Fig. 7)")
     p.add_argument("--out", type=output_folder, required=True, help="output folder")
     p.add_argument("--no-usd", action="store_true", help="skip the USD animation")
