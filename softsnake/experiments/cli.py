@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 
-def _config(args):
+def snake_config_from_args(args):
     """The snake config of ``--config`` (strict TOML loader), ``--coarse`` and the ``--newton/--linear`` budget."""
     from softsnake.robots.snake import SnakeConfig
 
@@ -56,7 +56,7 @@ def _frames(seconds: float, cfg, what: str = "--seconds") -> int:
     return frames
 
 
-def _check_size(
+def check_snake_memory(
     what: str,
     cfg,
     worlds: int,
@@ -73,7 +73,7 @@ def _check_size(
 
 
 @contextmanager
-def _progress(desc: str, quiet: bool, prog: str = "softsnake"):
+def progress_bar(desc: str, quiet: bool, prog: str = "softsnake"):
     """A frame-progress callback ``update(done, total)`` for the run inside the ``with`` block; the tqdm bar opens on
     the first update and is closed when the block ends, also when an interruption propagates through it (so the
     bar never writes after the CLI's last message). A run that will take more than an hour says so (also when
@@ -174,13 +174,13 @@ def check_gait_command(args) -> None:
         if budget:
             cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, **budget))
     else:
-        cfg = _config(args)
+        cfg = snake_config_from_args(args)
         if args.no_latency:
             cfg = dataclasses.replace(cfg, pneumatics=dataclasses.replace(cfg.pneumatics, latency=False))
     args.gait = gait_from_lists(args, cfg, OpenLoopGait)
     frames = _frames(args.seconds, cfg)
     check_device(args.device)
-    _check_size(
+    check_snake_memory(
         f"--worlds {args.worlds} × --seconds {args.seconds:g}",
         cfg,
         args.worlds,
@@ -212,7 +212,7 @@ def run_gait_command(args) -> int:
             r(s)
 
     try:
-        with _progress("gait", args.quiet, args.prog) as progress:
+        with progress_bar("gait", args.quiet, args.prog) as progress:
             traj = run_gait(gait, args.seconds, sim=sim, frame_callback=record, progress=progress)
     except BaseException:
         if usd is not None:
@@ -273,7 +273,7 @@ def gait_label(gait) -> str:
 def check_curvature_command(args) -> None:
     from softsnake.cli_args import check_device
 
-    cfg = _config(args)
+    cfg = snake_config_from_args(args)
     p_max = cfg.p_max_psi
     if args.max_psi < p_max:
         raise ValueError(
@@ -282,7 +282,7 @@ def check_curvature_command(args) -> None:
         )
     count = 2 * args.max_psi / args.step_psi + 1  # pressures in the sweep (float: may overflow an int)
     check_device(args.device)
-    _check_size(
+    check_snake_memory(
         f"--max-psi {args.max_psi:g} / --step-psi {args.step_psi:g} ({count:.0f} pressures)",
         cfg,
         count,
@@ -304,7 +304,7 @@ def run_curvature_command(args) -> int:
     from softsnake.experiments.curvature import curvature_sweep
     from softsnake.io.files import save_figure_atomic, write_text_atomic
 
-    with _progress("curvature", args.quiet, args.prog) as progress:
+    with progress_bar("curvature", args.quiet, args.prog) as progress:
         r = curvature_sweep(
             args.pressures, config=cfg, device=args.device, settle_seconds=args.seconds, progress=progress
         )
@@ -343,10 +343,12 @@ def run_curvature_command(args) -> int:
 def check_step_response_command(args) -> None:
     from softsnake.cli_args import check_device
 
-    cfg = _config(args)
+    cfg = snake_config_from_args(args)
     frames = _frames(args.seconds, cfg)
     check_device(args.device)
-    _check_size(f"--seconds {args.seconds:g}", cfg, 5, links=1, frames=frames, values_per_frame=4, device=args.device)
+    check_snake_memory(
+        f"--seconds {args.seconds:g}", cfg, 5, links=1, frames=frames, values_per_frame=4, device=args.device
+    )
     args.cfg = cfg
 
 
@@ -355,7 +357,7 @@ def run_step_response_command(args) -> int:
     from softsnake.experiments.step_response import plot_step_responses, step_responses
     from softsnake.io.files import write_npz_atomic
 
-    with _progress("step response", args.quiet, args.prog) as progress:
+    with progress_bar("step response", args.quiet, args.prog) as progress:
         r = step_responses(config=cfg, seconds=args.seconds, device=args.device, progress=progress)
     write_npz_atomic(
         out / "step_response.npz",
@@ -378,11 +380,11 @@ def check_bench_command(args) -> None:
     from softsnake.cli_args import check_device
     from softsnake.experiments.bench import parse_snakes
 
-    cfg = _config(args)
+    cfg = snake_config_from_args(args)
     args.snake_counts = parse_snakes(args.snakes)
     check_device(args.device)
     biggest = max(args.snake_counts)
-    _check_size(
+    check_snake_memory(
         f"--snakes {biggest:g}", cfg, max(1, math.ceil(biggest)), links=1 if biggest < 1 else None, device=args.device
     )
     args.cfg = cfg
@@ -441,7 +443,7 @@ def run_bench_command(args) -> int:
 
 # ---------------------------------------------------------------------------- info
 def check_info_command(args) -> None:
-    args.cfg = _config(args)
+    args.cfg = snake_config_from_args(args)
 
 
 def run_info_command(args) -> int:
@@ -543,6 +545,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--usd-format", choices=("usdc", "usda"), default="usdc")
     p.add_argument("--json", action="store_true", help="print the run's summary (displacement, speed) as JSON")
     p.set_defaults(func=run_gait_command, check=check_gait_command, stage="out")
+
+    from softsnake.experiments.search_cli import add_commands as search_commands
+
+    search_commands(sub, common)
 
     p = sub.add_parser("curvature", help="quasi-static curvature vs pressure of one link (paper Fig. 5)")
     common(p)
