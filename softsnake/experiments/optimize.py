@@ -68,13 +68,16 @@ class GaitObjective:
 
 @dataclass
 class Evaluation:
-    """Scores of a batch of gaits: ``score`` (worlds,) in the objective's unit (NaN: diverged), speed (worlds,)
-    [body lengths/s] and final distance to the goal (worlds,) [m]."""
+    """Scores of a batch of gaits: ``score`` (worlds,) in the objective's unit (NaN: diverged), speed over the window
+    (worlds,) [body lengths/s], final distance to the goal (worlds,) [m], planar displacement of the centre of mass
+    over the run (worlds, 2) [m] and heading change (worlds,) [rad, counter-clockwise positive]."""
 
     score: np.ndarray
     speed: np.ndarray
     goal_distance: np.ndarray
     diverged: np.ndarray
+    displacement: np.ndarray
+    turn: np.ndarray
 
 
 def evaluate_gaits(sim: SnakeSim, gait: OpenLoopGait, objective: GaitObjective, progress=None) -> Evaluation:
@@ -84,11 +87,14 @@ def evaluate_gaits(sim: SnakeSim, gait: OpenLoopGait, objective: GaitObjective, 
     sim.reset_worlds(np.arange(sim.worlds))
     dt = sim.config.frame_dt
     frames, settle = int(round(objective.seconds / dt)), int(round(objective.settle / dt))
-    start = sim.com()[:, :2]
-    at_settle = start
+    start, heading = sim.com()[:, :2], sim.heading()
+    at_settle, turn = start, np.zeros(sim.worlds)
     for k in range(frames):
         sim.set_pressure_targets(gait(float(sim.world_time[0]), sim.worlds, sim.links))
         sim.step()
+        now = sim.heading()
+        turn += np.angle(np.exp(1j * (now - heading)))  # unwrapped frame by frame
+        heading = now
         if k + 1 == settle:
             at_settle = sim.com()[:, :2]
         if progress is not None:
@@ -101,7 +107,7 @@ def evaluate_gaits(sim: SnakeSim, gait: OpenLoopGait, objective: GaitObjective, 
     speed = np.linalg.norm(end - at_settle, axis=1) / window / sim.config.body_length
     distance = np.linalg.norm(end - (start + np.asarray(objective.goal)), axis=1)
     score = np.where(diverged, np.nan, speed if objective.kind == "speed" else distance)
-    return Evaluation(score, speed, distance, diverged)
+    return Evaluation(score, speed, distance, diverged, end - start, turn)
 
 
 @dataclass

@@ -10,7 +10,10 @@ import argparse
 import dataclasses
 import json
 import math
+import sys
 from pathlib import Path
+
+import numpy as np
 
 #: command-line names of the gait parameters (as ``softsnake gait`` spells them) → OpenLoopGait fields
 GAIT_FLAGS = {"omega": "omega_hz", "alpha": "alpha", "phi": "phi", "amplitude": "amplitude_psi"}
@@ -89,11 +92,12 @@ def run_optimize_command(args) -> int:
 
     def report(record):
         if not args.quiet and not args.json:
-            print(
+            from tqdm import tqdm
+
+            tqdm.write(
                 f"generation {record['generation']:3d} | evaluations {record['evaluations']:5d} | best "
                 f"{record['best']:.4f} | mean {record['mean']:.4f} | best so far {record['best_so_far']:.4f} {unit}"
-                + (f" | {record['diverged']} diverged" if record["diverged"] else ""),
-                flush=True,
+                + (f" | {record['diverged']} diverged" if record["diverged"] else "")
             )
 
     with progress_bar("optimize", args.quiet, args.prog) as progress:
@@ -228,5 +232,128 @@ def _range(text: str) -> tuple:
     return lo, hi
 
 
+# ---------------------------------------------------------------------------------------------------------- sweep
+def check_sweep_command(args) -> None:
+    from softsnake.cli_args import check_device
+    from softsnake.experiments.sweep import SweepFolder, load_spec
+
+    args.spec_obj = load_spec(args.spec)
+    if args.table.suffix not in (".csv", ".parquet"):
+        raise ValueError(f"--table must end in .csv or .parquet, got {str(args.table)!r}")
+    if args.table.suffix == ".parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ValueError("a .parquet table needs pyarrow: pip install 'softsnake[sweep]'") from None
+    if args.ray is not None:
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise ValueError("--ray needs Ray: pip install 'softsnake[sweep]'") from None
+    check_device(args.device)
+    SweepFolder(args.out, args.spec_obj)  # refuses a folder that holds another sweep
+
+
+def run_sweep_command(args) -> int:
+    import signal
+
+    from softsnake.cli import EXIT_INTERRUPTED, Stopped
+    from softsnake.cli_args import RunTimeNotice
+    from softsnake.experiments.sweep import batches, plot_sweep, run_sweep, write_table
+
+    spec, out = args.spec_obj, Path(args.out)
+    total = len(batches(spec))
+    if not args.json:
+        where = (
+            f"Ray at {args.ray}" if args.ray else f"{args.processes} process(es)" if args.processes else "this process"
+        )
+        print(
+            f"sweep {spec.source}: {len(spec.points)} points in {total} batches ({spec.mode}), on {where}", flush=True
+        )
+    notice, bar = RunTimeNotice(args.prog, unit="batch"), None
+
+    def progress(done, count):
+        nonlocal bar
+        notice(done, count)
+        if args.quiet or args.json:
+            return
+        if bar is None:
+            from tqdm import tqdm
+
+            bar = tqdm(total=count, initial=done, desc="sweep", unit="batch")
+        bar.update(done - bar.n)
+
+    try:
+        rows, computed = run_sweep(
+            spec, out, processes=args.processes, ray_address=args.ray, device=args.device, on_batch=progress
+        )
+    except (KeyboardInterrupt, Stopped) as stop:
+        if bar is not None:
+            bar.close()
+        done = len(list((out / "batches").glob("*.json"))) if (out / "batches").is_dir() else 0
+        how = "interrupted" if isinstance(stop, KeyboardInterrupt) else f"stopped by {signal.Signals(stop.signum).name}"
+        print(
+            f"softsnake: {how}; {done} of {total} batches are saved in {str(out)!r}: run the same command to resume",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED if isinstance(stop, KeyboardInterrupt) else 128 + stop.signum
+    if bar is not None:
+        bar.close()
+    table = out / args.table
+    write_table(spec, rows, table)
+    plot_sweep(spec, rows, out / "sweep.png")
+    speeds = np.array([r["speed_body_lengths_per_s"] for r in rows], dtype=float)
+    best = int(np.nanargmax(speeds)) if np.isfinite(speeds).any() else None
+    summary = dict(
+        points=len(rows),
+        batches=total,
+        computed_batches=computed,
+        resumed_batches=total - computed,
+        diverged=int(sum(r["diverged"] for r in rows)),
+        best_point=None if best is None else rows[best]["point"],
+        best_speed_body_lengths_per_s=None if best is None else float(speeds[best]),
+        table=str(table),
+    )
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    if summary["resumed_batches"]:
+        print(f"resumed: {summary['resumed_batches']} of {total} batches were already done")
+    if best is not None:
+        point = spec.points[rows[best]["point"]]
+        print(
+            f"fastest: point {rows[best]['point']} ({', '.join(f'{k} = {point[k]}' for k in spec.swept) or '-'}), "
+            f"{speeds[best]:.4f} body lengths/s"
+        )
+    print(f"wrote {table}, {out / 'sweep.png'}")
+    return 0
+
+
+def add_sweep_command(sub) -> None:
+    from softsnake.cli_args import input_path, integer, output_folder
+
+    p = sub.add_parser(
+        "sweep",
+        help="grid or random sweep of gait, snake and solver parameters from a TOML spec (processes or Ray); resumes",
+    )
+    p.add_argument("spec", type=input_path, help="sweep spec (TOML: [sweep], [gait], [snake], [pneumatics], [solver])")
+    p.add_argument("--out", type=output_folder, required=True, help="output folder (run again with it to resume)")
+    p.add_argument(
+        "--processes", type=integer(0), default=1, help="local worker processes (0: in this process; default 1)"
+    )
+    p.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="run the batches as Ray tasks on this cluster ('local': a new one)",
+    )
+    p.add_argument("--table", type=Path, default=Path("sweep.csv"), help="table file name: .csv (default) or .parquet")
+    p.add_argument("--device", default="cpu", help="warp device: cpu, cuda, cuda:0 (default: cpu)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=run_sweep_command, check=check_sweep_command)
+
+
 def add_commands(sub: argparse._SubParsersAction, common) -> None:
     add_optimize_command(sub, common)
+    add_sweep_command(sub)
