@@ -237,7 +237,7 @@ def check_sweep_command(args) -> None:
     from softsnake.cli_args import check_device
     from softsnake.experiments.sweep import SweepFolder, load_spec
 
-    args.spec_obj = load_spec(args.spec)
+    args.spec_obj = load_spec(args.spec, seconds=args.seconds, settle=args.settle)
     if args.table.suffix not in (".csv", ".parquet"):
         raise ValueError(f"--table must end in .csv or .parquet, got {str(args.table)!r}")
     if args.table.suffix == ".parquet":
@@ -330,7 +330,7 @@ def run_sweep_command(args) -> int:
 
 
 def add_sweep_command(sub) -> None:
-    from softsnake.cli_args import input_path, integer, output_folder
+    from softsnake.cli_args import input_path, integer, number, output_folder
 
     p = sub.add_parser(
         "sweep",
@@ -347,6 +347,13 @@ def add_sweep_command(sub) -> None:
         metavar="ADDRESS",
         help="run the batches as Ray tasks on this cluster ('local': a new one)",
     )
+    p.add_argument(
+        "--seconds",
+        type=number(0, lo_open=True),
+        default=None,
+        help="simulated time per point [s] instead of the spec's",
+    )
+    p.add_argument("--settle", type=number(0), default=None, help="start of the speed window [s] instead of the spec's")
     p.add_argument("--table", type=Path, default=Path("sweep.csv"), help="table file name: .csv (default) or .parquet")
     p.add_argument("--device", default="cpu", help="warp device: cpu, cuda, cuda:0 (default: cpu)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -75,15 +75,20 @@ def _number(v) -> bool:
     return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
 
 
-def load_spec(path) -> SweepSpec:
+def load_spec(path, *, seconds: float | None = None, settle: float | None = None) -> SweepSpec:
     """Read and check a sweep spec; ValueError naming the file and the key for anything wrong. Every point's gait and
-    configuration are built once here, so a bad value is reported before any simulation."""
+    configuration are built once here, so a bad value is reported before any simulation. ``seconds`` and ``settle``
+    [s] replace the spec's values (quick looks); they become part of the spec's text that the output folder keeps."""
     from softsnake.io.toml_files import read_toml
 
     path = Path(path)
     data = read_toml(path, "sweep spec")
     src = str(path)
     text = path.read_text()
+    overrides = {k: v for k, v in (("seconds", seconds), ("settle", settle)) if v is not None}
+    if overrides and isinstance(data.get("sweep", {}), dict):
+        data["sweep"] = {**data.get("sweep", {}), **overrides}
+        text += "".join(f"\n# softsnake sweep --{k} {v!r} replaced [sweep] {k}" for k, v in overrides.items()) + "\n"
     unknown = sorted(set(data) - {"sweep", *TABLES})
     if unknown:
         raise ValueError(f"{src}: unknown table(s) {', '.join(unknown)}; a spec has [sweep], {', '.join(TABLES)}")
