@@ -124,6 +124,8 @@ class SnakeSim:
                 takes the geometric mean √(μ_wheel·μ_ground))
             actuation_gain: factor on the chamber pressures that reach the actuation lines [-], > 0
             k_inflate, k_deflate: latency gains k_i, k_d of Eqs. 11–12, in (0, 1]
+
+        The variations live in this object and ``control`` only: checkpoints (``save``) do not carry them.
         """
         from .pneumatics import _world_indices
 
