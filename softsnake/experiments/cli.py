@@ -123,7 +123,7 @@ def _resumed_config(path):
         raise ValueError(f"checkpoint {str(path)!r} is damaged: {exc}") from None
 
 
-def gait_from_lists(args, cfg, gait_class):
+def gait_from_lists(args, cfg):
     """The gait of ``--omega/--alpha/--phi/--amplitude``, each one value or a comma-separated list of one per world:
     ``args.worlds`` is set to the lists' length when not given (or read from a checkpoint)."""
     lists = {f"--{k}": getattr(args, k) for k in ("omega", "alpha", "phi", "amplitude")}
@@ -145,12 +145,13 @@ def gait_from_lists(args, cfg, gait_class):
         k: (v[0] if len(v) == 1 else list(v))
         for k, v in zip(("omega_hz", "alpha", "phi", "amplitude_psi"), lists.values())
     }
-    return gait_class(**values, p_max_psi=cfg.p_max_psi)
+    from softsnake.robots.pneumatics import OpenLoopGait
+
+    return OpenLoopGait(**values, p_max_psi=cfg.p_max_psi)
 
 
 def check_gait_command(args) -> None:
     from softsnake.cli_args import check_device
-    from softsnake.robots.pneumatics import OpenLoopGait
 
     if args.resume:
         given = [
@@ -177,7 +178,7 @@ def check_gait_command(args) -> None:
         cfg = snake_config_from_args(args)
         if args.no_latency:
             cfg = dataclasses.replace(cfg, pneumatics=dataclasses.replace(cfg.pneumatics, latency=False))
-    args.gait = gait_from_lists(args, cfg, OpenLoopGait)
+    args.gait = gait_from_lists(args, cfg)
     frames = _frames(args.seconds, cfg)
     check_device(args.device)
     check_snake_memory(
