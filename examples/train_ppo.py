@@ -119,27 +119,17 @@ def main(argv=None) -> int:
 
 
 def write_outputs(args, curve, model) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     keys = list(curve[0])
     lines = [",".join(keys)] + [",".join(f"{r[k]:.6g}" for k in keys) for r in curve]
     (out / "curve.csv").write_text("\n".join(lines) + "\n")
     model.save(out / "policy.zip")
-    steps = [r["timesteps"] for r in curve]
-    fig, ax = plt.subplots(figsize=(6.5, 4.0))
-    ax.plot(steps, [r["mean_step_reward"] for r in curve], "o-", ms=3)
-    ax.set_xlabel("environment steps")
-    ax.set_ylabel(f"mean reward per step ({args.task}) [body lengths/s]")
-    ax.set_title(f"PPO on SnakeVectorEnv: {args.worlds} worlds, {'full' if args.full else 'coarse'} snake", fontsize=9)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out / "learning_curve.png", dpi=110)
-    plt.close(fig)
+    plot_curve(
+        curve,
+        out / "learning_curve.png",
+        f"PPO on SnakeVectorEnv: {args.worlds} worlds, {'full' if args.full else 'coarse'} snake, task {args.task}",
+    )
     k = max(1, len(curve) // 4)
     summary = dict(
         args={k: str(v) for k, v in vars(args).items()},
@@ -153,6 +143,30 @@ def write_outputs(args, curve, model) -> None:
         f"mean step reward: first quarter {summary['first_quarter_mean_step_reward']:+.4f}, last quarter "
         f"{summary['last_quarter_mean_step_reward']:+.4f} body lengths/s; wrote {out}/curve.csv, learning_curve.png"
     )
+
+
+def plot_curve(curve, path, title: str) -> None:
+    """Mean reward per step of each rollout and the mean return of the episodes that ended in it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [r["timesteps"] for r in curve]
+    fig, ax = plt.subplots(figsize=(6.5, 4.0))
+    ax.plot(steps, [r["mean_step_reward"] for r in curve], "o-", ms=3, color="tab:blue", label="mean reward per step")
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel("mean reward per step [body lengths/s]", color="tab:blue")
+    ended = [(s, r["mean_episode_return"]) for s, r in zip(steps, curve) if r["episodes"]]
+    if ended:
+        right = ax.twinx()
+        right.plot(*zip(*ended), "s-", ms=4, color="tab:orange", label="episode return")
+        right.set_ylabel("mean return of the episodes that ended", color="tab:orange")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
