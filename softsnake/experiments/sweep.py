@@ -343,22 +343,29 @@ def run_sweep(
     return rows, len(todo)
 
 
+def _quiet_worker() -> None:
+    """Worker processes leave Ctrl-C to the parent, which stops them (no traceback per worker)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _run_on_processes(todo, processes, device, record) -> None:
+    import functools
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     # spawn: a fresh interpreter per worker (Warp's runtime is not fork-safe once initialised)
-    with ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn")) as pool:
-        pending = {pool.submit(run_batch, b, device) for b in todo}
-        try:
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    record(f.result())
-        except BaseException:
-            for f in pending:
-                f.cancel()
-            raise
+    pool = multiprocessing.get_context("spawn").Pool(processes, initializer=_quiet_worker)
+    try:
+        for result in pool.imap_unordered(functools.partial(run_batch, device=device), todo):
+            record(result)
+    except BaseException:
+        pool.terminate()  # an interruption stops the running batches at once; the saved ones stay
+        raise
+    else:
+        pool.close()
+    finally:
+        pool.join()
 
 
 def _run_on_ray(todo, address, device, record) -> None:
