@@ -40,7 +40,6 @@ class ArgumentParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = _NEGATIVE_NUMBERS
 
-
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())}\n")
 
