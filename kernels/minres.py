@@ -15,8 +15,8 @@ import warp as wp
 
 from .block import block_sum
 
-SLOTS = 13
-BETA, OLDB, ALFA, DBAR, EPS, OLDEPS, CS, SN, PHIBAR, PHI, DELTA, GAMMA, BETA1 = range(13)
+SLOTS = wp.constant(13)
+BETA, OLDB, ALFA, DBAR, EPS, OLDEPS, CS, SN, PHIBAR, PHI, DELTA, GAMMA, BETA1 = (wp.constant(i) for i in range(13))
 
 
 @wp.struct

@@ -16,7 +16,9 @@ from .world_rows import (
     apply_world_impulses,
     assemble_world_rows,
     gather_world_rows,
+    merit_grew,
     project_world_cones,
+    restart_merit,
     scatter_world_bodies,
     scatter_world_particles,
 )
@@ -70,7 +72,6 @@ def update_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, x: w
 def assemble_with_line_search(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, it: int):
     """The rows at iterate ``it``; for it > 0, where the last Newton update made the merit ‖φ‖² grow, half of it is
     taken back and the rows are evaluated again (one assembly call site, in a loop of one or two passes)."""
-    W = s.worlds
     R = m.row_count
     passes = int(1)
     k = int(0)
@@ -78,18 +79,14 @@ def assemble_with_line_search(w: int, lane: int, m: ModelData, b: BodyData, s: S
         newton_iteration = it
         if k > 0:
             newton_iteration = wp.min(it, s.newton_iterations - 1)
-        assemble_world(w, lane, m, b, s, newton_iteration, s.residual_sq, it * W)
-        if k == 0 and it > 0:
-            if s.residual_sq[it * W + w] > s.residual_sq[(it - 1) * W + w]:
-                for r in range(lane, R, wp.block_dim()):
-                    s.back[w * R + r] = -0.5 * s.dlam[w * R + r]
-                block_sync()
-                update_world(w, lane, m, b, s, s.back)
-                if lane == 0:
-                    s.residual_sq[it * W + w] = 0.0
-                    s.line_searches[it * W + w] = 1
-                block_sync()
-                passes = 2
+        assemble_world(w, lane, m, b, s, newton_iteration, s.residual_sq, it * s.worlds)
+        if k == 0 and merit_grew(w, s, it):
+            for r in range(lane, R, wp.block_dim()):
+                s.back[w * R + r] = -0.5 * s.dlam[w * R + r]
+            block_sync()
+            update_world(w, lane, m, b, s, s.back)
+            restart_merit(w, lane, s, it)
+            passes = 2
         k += 1
 
 

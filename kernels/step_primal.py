@@ -10,7 +10,7 @@ import warp as wp
 from .block import block_sum, block_sum_vec3, block_sync
 from .body_precond import BodyBlocks, cluster_solve, woodbury_row
 from .data import BODY_CONTACT, CONTACT, TET, BodyData, ModelData, StepData
-from .minres import MinresScalars, SaddleVector, minres_lanczos, minres_start, minres_update, row_index, store_scalars
+from .minres import BETA1, PHIBAR, SLOTS, MinresScalars, SaddleVector, minres_lanczos, minres_start, minres_update, row_index, store_scalars
 from .primal import (
     bilateral_row,
     coarse_restrict,
@@ -31,7 +31,9 @@ from .world_rows import (
     assemble_world_rows,
     body_rows_start,
     gather_world_rows,
+    merit_grew,
     project_world_cones,
+    restart_merit,
     scatter_world_bodies,
     scatter_world_particles,
 )
@@ -282,23 +284,17 @@ def assemble_with_line_search(w: int, lane: int, m: ModelData, b: BodyData, s: S
     """The rows at iterate ``it`` (merit in residual_sq[it]); for it > 0, where the last Newton update made the merit
     ‖φ‖² grow, half of it is taken back and the rows are evaluated again (a decision of the world, uniform over its
     block). One assembly call site, in a loop of one or two passes."""
-    W = s.worlds
-    N = s.newton_iterations
     passes = int(1)
     k = int(0)
     while k < passes:
         newton_iteration = it
         if k > 0:
-            newton_iteration = wp.min(it, N - 1)
-        assemble_world(w, lane, m, b, s, p, newton_iteration, s.residual_sq, it * W)
-        if k == 0 and it > 0:
-            if s.residual_sq[it * W + w] > s.residual_sq[(it - 1) * W + w]:
-                halve_last_update(w, lane, m, b, s, p)
-                if lane == 0:
-                    s.residual_sq[it * W + w] = 0.0
-                    s.line_searches[it * W + w] = 1
-                block_sync()
-                passes = 2
+            newton_iteration = wp.min(it, s.newton_iterations - 1)
+        assemble_world(w, lane, m, b, s, p, newton_iteration, s.residual_sq, it * s.worlds)
+        if k == 0 and merit_grew(w, s, it):
+            halve_last_update(w, lane, m, b, s, p)
+            restart_merit(w, lane, s, it)
+            passes = 2
         k += 1
 
 
@@ -425,7 +421,7 @@ def minres_solve_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData
             done = k + 1
             break
     if lane == 0:
-        store_scalars(sc, p.sc, w * 13)
+        store_scalars(sc, p.sc, w * SLOTS)
     return done
 
 
@@ -452,8 +448,8 @@ def newton_solve(
     if lane == 0:
         L = s.linear_iterations
         base = it * (L + 1) * W
-        beta1 = p.sc[w * 13 + 12]
-        phibar = p.sc[w * 13 + 8]
+        beta1 = p.sc[w * SLOTS + BETA1]
+        phibar = p.sc[w * SLOTS + PHIBAR]
         s.linear_rr[base + w] = beta1 * beta1
         s.linear_rr[base + wp.min(done, L) * W + w] = phibar * phibar
         s.linear_iters[it * W + w] = done

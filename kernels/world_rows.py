@@ -134,6 +134,22 @@ def project_world_cones(w: int, lane: int, m: ModelData, b: BodyData, s: StepDat
 
 
 @wp.func
+def merit_grew(w: int, s: StepData, it: int) -> bool:
+    """The last Newton update made world w's merit ‖φ‖² grow (iterate ``it`` against ``it − 1``; the line search's
+    test, the same in every lane)."""
+    return it > 0 and s.residual_sq[it * s.worlds + w] > s.residual_sq[(it - 1) * s.worlds + w]
+
+
+@wp.func
+def restart_merit(w: int, lane: int, s: StepData, it: int):
+    """After the line search halved an update: iterate ``it``'s merit is summed again, and the search is recorded."""
+    if lane == 0:
+        s.residual_sq[it * s.worlds + w] = 0.0
+        s.line_searches[it * s.worlds + w] = 1
+    block_sync()
+
+
+@wp.func
 def body_rows_start(m: ModelData) -> int:
     """First row of a world that acts on a rigid body (the families from attachments on)."""
     return m.layout.row_start[ATTACHMENT]

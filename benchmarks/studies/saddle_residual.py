@@ -4,10 +4,9 @@
 Runs the default gait to ``--seconds`` (h = 1/120 s, 4 × 20), then, in the first Newton iteration of the next step,
 assembles the saddle matrix K and the preconditioner P⁻¹ column by column from the kernels (one product per unknown,
 ~7,500 for the snake) and runs MINRES in NumPy/SciPy with them: the relative residual ‖Kx − b‖/‖b‖ after each
-iteration count. ``--attach-jacobi`` gives the attachment rows the particles' Jacobi masses instead of their two-level
-compliance (float64 body blocks kept).
+iteration count.
 
-    python -P benchmarks/studies/saddle_residual.py [--seconds 1.0] [--iterations 5,10,20,40,80] [--attach-jacobi]
+    python -P benchmarks/studies/saddle_residual.py [--seconds 1.0] [--iterations 5,10,20,40,80]
     python -P benchmarks/studies/saddle_residual.py --coarse --seconds 10 --newton-iteration 3 --row-study
 
 ``--coarse`` takes the coarse snake (5 cross-sections per link, ~2,200 unknowns), ``--newton-iteration k`` the k-th
@@ -23,20 +22,9 @@ S + J_p P_v J_pᵀ (both).
 
 ``--row-scale 3,10,30`` adds the kernels' preconditioner with its rows' block scaled by those factors (a zero-cost
 change that lowers the residual but biases the gait, docs/snake.md).
-
-``--ideal-rows-gait SECONDS`` runs the gait SECONDS on from the state at ``--seconds`` three ways from one checkpoint:
-at the default budget, at the default budget with the candidate rows' block (both couplings, the shared-particle one
-kept within cross-sections, assembled densely at every Newton iteration: ~4 s per step on the coarse snake), and
-converged (8 × 100, linear tolerance 1e-5), and prints the centre-of-mass displacements: whether the candidate would
-also make the gait right, not only the residual smaller.
-
-    python -P benchmarks/studies/saddle_residual.py --coarse --seconds 10 --ideal-rows-gait 2      # ~20 min
 """
 
 import argparse
-import contextlib
-import dataclasses
-
 import numpy as np
 import scipy.sparse.linalg as sla
 
@@ -51,7 +39,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=1.0, help="gait time before the measured step [s]")
     ap.add_argument("--iterations", default="5,10,20,40,80", help="MINRES iteration counts")
-    ap.add_argument("--attach-jacobi", action="store_true", help="attachment rows with the Jacobi masses")
     ap.add_argument("--coarse", action="store_true", help="the coarse snake (5 cross-sections per link)")
     ap.add_argument(
         "--newton-iteration", type=int, default=0, help="which Newton iteration's system (0 … newton_iterations − 1)"
@@ -68,12 +55,6 @@ def main() -> None:
         default="",
         help="also the kernels' preconditioner with its rows' block times each of these factors (comma-separated)",
     )
-    ap.add_argument(
-        "--ideal-rows-gait",
-        type=float,
-        metavar="SECONDS",
-        help="instead: run the gait SECONDS on with the candidate rows' block (CPU, slow)",
-    )
     a = ap.parse_args()
     quiet_warp()
     cfg = SnakeConfig()
@@ -81,25 +62,17 @@ def main() -> None:
         cfg = cfg.with_coarse_mesh()
     if not 0.0 < a.floor < 1.0:
         ap.error("--floor must be in (0, 1)")
-    if a.ideal_rows_gait is not None and not a.ideal_rows_gait > 0:
-        ap.error("--ideal-rows-gait must be > 0 seconds")
     if not 0 <= a.newton_iteration < cfg.solver.newton_iterations:
         ap.error(f"--newton-iteration must be in 0 … {cfg.solver.newton_iterations - 1}")
     sim = SnakeSim(worlds=1, config=cfg)
-    solver = sim.solver
-    if a.attach_jacobi:
-        solver._body_row_data = solver._primal.data_eff
     gait = default_gait()
     for _ in range(int(round(a.seconds * 60))):
         sim.set_pressure_targets(gait_targets(gait, sim.time, 1, sim.links))
         sim.step()
-    if a.ideal_rows_gait is not None:
-        ideal_rows_gait(sim, a.ideal_rows_gait, a.floor)
-        return
     captured = {}
     original = sp.PrimalStep.solve
 
-    def capture(self, iterations, it=0):
+    def capture(self, it, iterations=None):
         if not captured and it == a.newton_iteration:
             K, index = self.dense(self.matvec)
             P, _ = self.dense(self.precondition)
@@ -109,10 +82,10 @@ def main() -> None:
                 P=P,
                 b=b,
                 particle_dofs=3 * sim.model.particle_count,
-                diag_v=self.diag_v.numpy().astype(np.float64),
+                diag_v=self.data.diag_v.numpy().astype(np.float64),
                 positions=sim.particle_positions()[0].astype(np.float64),
             )
-        return original(self, iterations, it)
+        return original(self, it, iterations)
 
     sp.PrimalStep.solve = capture
     try:
@@ -240,70 +213,6 @@ def ideal_row_blocks(
         "rows: both, coarse = links' rigid": with_rows(floored_inverse(S + JDJ + Jp @ Q_rigid @ Jp.T, floor)),
         "rows: both, sections, per link": with_rows(per_link),
     }
-
-
-@contextlib.contextmanager
-def ideal_rows_preconditioner(link: np.ndarray, section: np.ndarray, floor: float = 1.0e-6):
-    """Within the block, every MINRES solve of a (one-world, CPU) run uses the rows' block
-    floored_inverse(section_coarse_rows(...), floor), assembled densely at each Newton iteration (~4 s per step on the
-    coarse
-    snake): the gait the candidate preconditioner would give, before anyone builds it."""
-    solve, precondition, record = sp.PrimalStep.solve, sp.PrimalStep.precondition, sp.PrimalStep.record_iterations
-
-    def ideal_solve(self, iterations, it=0):
-        self._ideal_rows = None
-        K, index = self.dense(self.matvec)
-        P, _ = self.dense(lambda *args: precondition(self, *args))
-        K, P, nv = 0.5 * (K + K.T), 0.5 * (P + P.T), 3 * self.s.model.particle_count
-        c = row_couplings(K, P, nv, self.diag_v.numpy().astype(np.float64), link, section)
-        self._ideal_rows = (index[nv:] - nv, floored_inverse(section_coarse_rows(c), floor).astype(np.float32))
-        return solve(self, iterations, it)
-
-    def ideal_precondition(self, rv, rl, zv, zl):
-        precondition(self, rv, rl, zv, zl)
-        if getattr(self, "_ideal_rows", None) is not None:
-            rows, inverse = self._ideal_rows
-            zl.numpy()[rows] = inverse @ rl.numpy()[rows]  # CPU arrays: numpy() is a view
-
-    sp.PrimalStep.solve, sp.PrimalStep.precondition, sp.PrimalStep.record_iterations = (
-        ideal_solve,
-        ideal_precondition,
-        False,
-    )
-    try:
-        yield
-    finally:
-        sp.PrimalStep.solve, sp.PrimalStep.precondition, sp.PrimalStep.record_iterations = solve, precondition, record
-
-
-def gait_from(config: SnakeConfig, snapshot: dict, seconds: float) -> float:
-    """COM displacement [m] of the straight gait run ``seconds`` on from ``snapshot`` (SnakeSim.snapshot) by a snake
-    with ``config`` (the snapshot's snake, possibly another solver budget)."""
-    sim = SnakeSim(worlds=1, config=config)
-    sim.restore(snapshot)
-    gait, start = default_gait(), sim.com()[0]
-    for _ in range(int(round(seconds * 60))):
-        sim.set_pressure_targets(gait_targets(gait, sim.time, 1, sim.links))
-        sim.step()
-    return float(np.linalg.norm((sim.com()[0] - start)[:2]))
-
-
-def ideal_rows_gait(sim: SnakeSim, seconds: float, floor: float = 1.0e-6) -> None:
-    """From the gait's current state: ``seconds`` more at the default budget, with the candidate rows' block, and
-    converged (8 × 100, linear tolerance 1e-5)."""
-    link, section = particle_sections(sim)
-    snapshot = sim.snapshot()
-    rows = [("4 x 20, kernels' preconditioner", gait_from(sim.config, snapshot, seconds))]
-    with ideal_rows_preconditioner(link, section, floor):
-        rows.append(("4 x 20, candidate rows' block", gait_from(sim.config, snapshot, seconds)))
-    converged = dataclasses.replace(
-        sim.config.solver, newton_iterations=8, linear_iterations=100, linear_tolerance=1e-5
-    )
-    rows.append(
-        ("8 x 100, tolerance 1e-5", gait_from(dataclasses.replace(sim.config, solver=converged), snapshot, seconds))
-    )
-    for name, d in rows:
-        print(f"{name:<34} COM displacement over the next {seconds:g} s: {d:.5f} m")
 
 
 if __name__ == "__main__":

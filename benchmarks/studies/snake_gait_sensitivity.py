@@ -7,11 +7,9 @@
     python -P benchmarks/studies/snake_gait_sensitivity.py --out runs/sens --variant "wide:snake.wheel_track=0.12"
 
 A variant is ``NAME`` (one of the defaults below) or ``NAME:KEY=VALUE[,KEY=VALUE...]`` with KEY ``snake.FIELD``,
-``pneumatics.FIELD`` or ``solver.FIELD`` (the tables of a snake config TOML), or one of the study switches that patch
-the solver in that variant's process (CPU): ``study.linear_schedule="20/20/20/40"`` (MINRES iterations per Newton
-iteration), ``study.row_scale=3.0`` (the rows' block of the preconditioner times a constant),
-``study.line_search=False``, ``study.end_cone_projection=False`` (docs/snake.md, "What sets the gait speed"). Writes
-DIR/summary.json and one DIR/NAME.npz trajectory per variant; prints one line per variant.
+``pneumatics.FIELD`` or ``solver.FIELD`` (the tables of a snake config TOML), or the study switch that patches the
+solver in that variant's process: ``study.linear_schedule="20/20/20/40"`` (MINRES iterations per Newton iteration).
+Writes DIR/summary.json and one DIR/NAME.npz trajectory per variant; prints one line per variant.
 """
 
 from __future__ import annotations
@@ -82,32 +80,19 @@ def variant_config(overrides: dict, full: bool):
     return cfg if full else cfg.with_coarse_mesh()
 
 
-STUDY_SWITCHES = ("linear_schedule", "row_scale", "line_search", "end_cone_projection")
+STUDY_SWITCHES = ("linear_schedule",)
 
 
 def apply_study_switches(overrides: dict) -> None:
     """Patch the solver of this process for the ``study.*`` switches of a variant (each variant runs in a process of
-    its own; CPU: the rows' scaling writes through numpy views and so turns off the recorded MINRES replay)."""
+    its own)."""
     from softsnake.sim import primal as sp
-    from softsnake.sim import solver as ss
 
     switches = {k.removeprefix("study."): v for k, v in overrides.items() if k.startswith("study.")}
     if "linear_schedule" in switches:
         schedule = [int(n) for n in str(switches["linear_schedule"]).split("/")]
         solve = sp.PrimalStep.solve
-        sp.PrimalStep.solve = lambda self, iterations, it=0: solve(self, schedule[it], it)
-    if "row_scale" in switches:
-        scale, precondition = float(switches["row_scale"]), sp.PrimalStep.precondition
-
-        def scaled(self, rv, rl, zv, zl):
-            precondition(self, rv, rl, zv, zl)
-            zl.numpy()[:] *= scale
-
-        sp.PrimalStep.precondition, sp.PrimalStep.record_iterations = scaled, False
-    if switches.get("line_search", True) is False:
-        ss.Solver.line_search_idle = lambda self, it: True
-    if switches.get("end_cone_projection", True) is False:
-        sp.PrimalStep.project_cones = lambda self, it: None
+        sp.PrimalStep.solve = lambda self, it, iterations=None: solve(self, it, schedule[it])
 
 
 def run_variant(name: str, overrides: dict, seconds: float, full: bool, out: str) -> dict:

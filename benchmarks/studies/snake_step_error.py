@@ -79,9 +79,9 @@ def budget_sim(config: SnakeConfig, budget: Budget) -> SnakeSim:
     )
     sim = SnakeSim(worlds=1, config=dataclasses.replace(config, solver=solver))
     if budget.schedule:
-        primal = sim.solver._primal
+        primal = sim.solver.formulation
         solve = type(primal).solve
-        primal.solve = lambda iterations, it=0: solve(primal, budget.schedule[it], it)
+        primal.solve = lambda it, iterations=None: solve(primal, it, budget.schedule[it])
     return sim
 
 

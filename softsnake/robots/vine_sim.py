@@ -68,7 +68,7 @@ class VineSim:
         if heads.shape != (W,) or not np.all(np.isfinite(heads)):
             raise ValueError(f"headings must be {W} finite angles [rad]")
         self.headings = heads
-        q0 = self.model._body_q0.reshape(W, nb, 7).astype(np.float64)
+        q0 = self.model.body_rest_poses().astype(np.float64)
         qd0 = np.zeros((W, nb, 6))
         o = np.array([h.origin[0], h.origin[1], 0.0])
         for w in range(W):
@@ -151,7 +151,7 @@ class VineSim:
         if np.any(np.abs(rest) > 1e-9):
             # relative rotation at build minus the bend: rebuild the rest quaternions with a turn of −bend
             self.torques = HingeTorques(
-                self.model, h.hinges, self.torques._params_np, law=self.config.bending, body_q0=q0, rest_angles=0.0
+                self.model, h.hinges, self.torques.law_params, law=self.config.bending, body_q0=q0, rest_angles=0.0
             )
             rq = self.torques.rest_rotation.numpy().reshape(W, len(h.hinges), 4).astype(np.float64)
             for w in range(W):

@@ -64,7 +64,7 @@ class HingeTorques:
             raise ValueError(f"unknown hinge torque law {law!r} (choose {', '.join(LAWS)} or pass a callable)")
         self.law = "callable" if self.callable is not None else law
         W = model.worlds
-        q0 = np.asarray(model._body_q0 if body_q0 is None else body_q0, dtype=np.float64)
+        q0 = np.asarray(model.body_rest_poses() if body_q0 is None else body_q0, dtype=np.float64)
         if q0.size == nb * 7:
             q0 = np.tile(q0.reshape(1, nb, 7), (W, 1, 1))
         if q0.size != W * nb * 7:
@@ -102,6 +102,11 @@ class HingeTorques:
     @property
     def param_count(self) -> int:
         return self._params_np.shape[1]
+
+    @property
+    def law_params(self) -> np.ndarray:
+        """(worlds, P) the laws' parameters per world (a host copy; ``params`` is the device array)."""
+        return self._params_np.copy()
 
     def set_params(self, params) -> None:
         """Per-world parameters: (worlds, P) or (P,) (same for all worlds)."""
