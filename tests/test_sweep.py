@@ -10,7 +10,7 @@ import time
 import pytest
 
 from cli_helpers import cli, fails
-from softsnake.experiments.sweep import load_spec, run_sweep, write_table
+from softsnake.experiments.sweep import kept_signal_handlers, load_spec, run_sweep, write_table
 
 SPEC = """
 [sweep]
@@ -55,7 +55,8 @@ def test_the_table_has_every_point_and_its_metrics(local):
 def test_a_local_ray_cluster_gives_the_same_table(local, tmp_path):
     ray = pytest.importorskip("ray")
     spec_path, table = local
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    with kept_signal_handlers():  # Ray's own SIGTERM handler would outlive this test in the worker process
+        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
         spec = load_spec(spec_path)
         rows, computed = run_sweep(spec, tmp_path / "ray", ray_address="local")

@@ -25,6 +25,7 @@ batch is saved at once under ``batches/`` of the output folder, so an interrupte
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import itertools
@@ -368,6 +369,21 @@ def _run_on_processes(todo, processes, device, record) -> None:
         pool.join()
 
 
+@contextlib.contextmanager
+def kept_signal_handlers():
+    """Restore the SIGINT and SIGTERM handlers after the block (in the main thread), whatever it installed."""
+    import signal
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if main else {}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
 def _run_on_ray(todo, address, device, record) -> None:
     try:
         import ray
@@ -375,7 +391,8 @@ def _run_on_ray(todo, address, device, record) -> None:
         raise ValueError("--ray needs Ray: pip install 'softsnake[sweep]'") from None
     started = not ray.is_initialized()
     if started:
-        ray.init(address=None if address == "local" else address, log_to_driver=False, include_dashboard=False)
+        with kept_signal_handlers():  # Ray installs its own SIGTERM handler; the command's stays
+            ray.init(address=None if address == "local" else address, log_to_driver=False, include_dashboard=False)
     try:
         task = ray.remote(num_cpus=1)(run_batch)
         pending = [task.remote(b, device) for b in todo]
