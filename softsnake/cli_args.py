@@ -12,12 +12,14 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 from pathlib import Path
 
 __all__ = [
     "ArgumentParser",
     "integer",
     "number",
+    "numbers",
     "output_folder",
     "output_file",
     "input_path",
@@ -29,10 +31,21 @@ __all__ = [
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with one-line errors (``softsnake gait: error: argument --seconds: must be > 0, got -1``), exit 2."""
+    """argparse with one-line errors (``softsnake gait: error: argument --seconds: must be > 0, got -1``), exit 2.
+
+    A value that starts with a minus sign and is a number or a comma-separated list of numbers (``--phi -0.3,0,0.3``)
+    is read as a value, not as an option."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = _NEGATIVE_NUMBERS
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())}\n")
+
+
+_NUMBER = r"\d*\.?\d+(?:[eE][-+]?\d+)?"
+_NEGATIVE_NUMBERS = re.compile(rf"^-{_NUMBER}(?:,[-+]?{_NUMBER})*$")
 
 
 def _type(name: str, parse):
@@ -80,6 +93,25 @@ def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = 
         return v
 
     return _type("number", parse)
+
+
+def numbers(lo: float | None = None, hi: float | None = None, *, why: str | None = None):
+    """argparse type: one finite number in [lo, hi], or a comma-separated list of them (one per world): a tuple."""
+    one = number(lo, hi, why=why)
+
+    def parse(text: str) -> tuple:
+        parts = text.split(",")
+        if any(not p.strip() for p in parts):
+            raise argparse.ArgumentTypeError(f"must be a number or a comma-separated list of numbers, got {text!r}")
+        values = []
+        for k, p in enumerate(parts):
+            try:
+                values.append(one(p.strip()))
+            except argparse.ArgumentTypeError as exc:
+                raise argparse.ArgumentTypeError(f"{exc}" if len(parts) == 1 else f"value {k + 1}: {exc}") from None
+        return tuple(values)
+
+    return _type("list", parse)
 
 
 def _as_type_error(check):

@@ -58,6 +58,16 @@ SHORT = {
     "rollout": {"--seconds": "0.05"},
     "batch": {"--seconds": "0.05", "--vines": "2"},
     "fit": {"--popsize": "2", "--generations": "1", "--quiet": None},
+    "optimize": {
+        "--generations": "1",
+        "--popsize": "2",
+        "--seconds": "0.1",
+        "--settle": "0.05",
+        "--no-check": None,
+        "--coarse": None,
+        "--quiet": None,
+    },
+    "sweep": {"--seconds": "0.1", "--settle": "0.05", "--processes": "0", "--quiet": None},
 }
 
 
@@ -110,6 +120,8 @@ OUTPUTS = {
     "rollout": ("rollout.npz", "rollout.png", "summary.json"),
     "replay": ("replay.npz", "replay.json", "replay.png"),
     "batch": ("batch.json", "batch.png"),
+    "optimize": ("best_gait.json", "convergence.csv", "convergence.png", "summary.json"),
+    "sweep": ("sweep.csv", "sweep.png"),
 }
 
 
@@ -122,7 +134,10 @@ def check_outputs(name: str, argv: list[str], stdout: str) -> None:
     for f in OUTPUTS.get(name, ()):
         assert (out / f).stat().st_size > 0, out / f
     if name == "gait":
-        assert np.load(out / "trajectory.npz")["com"].shape[1:] == (1, 3)
+        flags = ("--omega", "--alpha", "--phi", "--amplitude")
+        lists = [argv[argv.index(f) + 1].split(",") for f in flags if f in argv]
+        worlds = max([1, *map(len, lists)])  # a comma-separated list gives one world per value
+        assert np.load(out / "trajectory.npz")["com"].shape[1:] == (worlds, 3)
         assert json.loads((out / "summary.json").read_text())["speed_body_lengths_per_s"]
     elif name == "curvature":
         rows = (out / "curvature.csv").read_text().splitlines()

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 
-def _config(args):
+def snake_config_from_args(args):
     """The snake config of ``--config`` (strict TOML loader), ``--coarse`` and the ``--newton/--linear`` budget."""
     from softsnake.robots.snake import SnakeConfig
 
@@ -56,7 +56,7 @@ def _frames(seconds: float, cfg, what: str = "--seconds") -> int:
     return frames
 
 
-def _check_size(
+def check_snake_memory(
     what: str,
     cfg,
     worlds: int,
@@ -73,7 +73,7 @@ def _check_size(
 
 
 @contextmanager
-def _progress(desc: str, quiet: bool, prog: str = "softsnake"):
+def progress_bar(desc: str, quiet: bool, prog: str = "softsnake"):
     """A frame-progress callback ``update(done, total)`` for the run inside the ``with`` block; the tqdm bar opens on
     the first update and is closed when the block ends, also when an interruption propagates through it (so the
     bar never writes after the CLI's last message). A run that will take more than an hour says so (also when
@@ -123,9 +123,35 @@ def _resumed_config(path):
         raise ValueError(f"checkpoint {str(path)!r} is damaged: {exc}") from None
 
 
+def gait_from_lists(args, cfg):
+    """The gait of ``--omega/--alpha/--phi/--amplitude``, each one value or a comma-separated list of one per world:
+    ``args.worlds`` is set to the lists' length when not given (or read from a checkpoint)."""
+    lists = {f"--{k}": getattr(args, k) for k in ("omega", "alpha", "phi", "amplitude")}
+    lengths = {flag: len(v) for flag, v in lists.items() if len(v) > 1}
+    worlds = args.worlds or max([1, *lengths.values()])
+    wrong = {flag: n for flag, n in lengths.items() if n != worlds}
+    if wrong:
+        given = ", ".join(f"{flag} has {n}" for flag, n in wrong.items())
+        source = "--worlds" if args.worlds else "the longest list"
+        raise ValueError(f"give one value or one per world ({worlds} from {source}): {given}")
+    args.worlds = worlds
+    highest = 1.0 / (FRAMES_PER_GAIT_PERIOD * cfg.frame_dt)
+    if max(args.omega) > highest:
+        raise ValueError(
+            f"--omega must be ≤ {highest:g} Hz (the gait is sampled once per {cfg.frame_dt:.4g} s control frame, and "
+            f"a period needs at least {FRAMES_PER_GAIT_PERIOD} frames), got {max(args.omega):g}"
+        )
+    values = {
+        k: (v[0] if len(v) == 1 else list(v))
+        for k, v in zip(("omega_hz", "alpha", "phi", "amplitude_psi"), lists.values())
+    }
+    from softsnake.robots.pneumatics import OpenLoopGait
+
+    return OpenLoopGait(**values, p_max_psi=cfg.p_max_psi)
+
+
 def check_gait_command(args) -> None:
     from softsnake.cli_args import check_device
-    from softsnake.robots.pneumatics import OpenLoopGait
 
     if args.resume:
         given = [
@@ -149,22 +175,13 @@ def check_gait_command(args) -> None:
         if budget:
             cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, **budget))
     else:
-        args.worlds = args.worlds or 1
-        cfg = _config(args)
+        cfg = snake_config_from_args(args)
         if args.no_latency:
             cfg = dataclasses.replace(cfg, pneumatics=dataclasses.replace(cfg.pneumatics, latency=False))
-    highest = 1.0 / (FRAMES_PER_GAIT_PERIOD * cfg.frame_dt)
-    if args.omega > highest:
-        raise ValueError(
-            f"--omega must be ≤ {highest:g} Hz (the gait is sampled once per {cfg.frame_dt:.4g} s control frame, and "
-            f"a period needs at least {FRAMES_PER_GAIT_PERIOD} frames), got {args.omega:g}"
-        )
-    args.gait = OpenLoopGait(
-        omega_hz=args.omega, alpha=args.alpha, phi=args.phi, amplitude_psi=args.amplitude, p_max_psi=cfg.p_max_psi
-    )
+    args.gait = gait_from_lists(args, cfg)
     frames = _frames(args.seconds, cfg)
     check_device(args.device)
-    _check_size(
+    check_snake_memory(
         f"--worlds {args.worlds} × --seconds {args.seconds:g}",
         cfg,
         args.worlds,
@@ -196,27 +213,29 @@ def run_gait_command(args) -> int:
             r(s)
 
     try:
-        with _progress("gait", args.quiet, args.prog) as progress:
+        with progress_bar("gait", args.quiet, args.prog) as progress:
             traj = run_gait(gait, args.seconds, sim=sim, frame_callback=record, progress=progress)
     except BaseException:
         if usd is not None:
             usd.discard()
         raise
-    traj.save(out / "trajectory.npz")
+    per_world = {k: np.broadcast_to(v, (args.worlds,)) for k, v in gait.as_dict().items() if k != "p_max_psi"}
+    traj.save(out / "trajectory.npz", **per_world)
     sim.save(out / "checkpoint.npz")
     latency = cfg.pneumatics.latency
-    label = (
-        f"ω={gait.omega_hz} Hz, α={gait.alpha:.3f}, φ={gait.phi}, A={gait.amplitude_psi} psi, latency "
-        f"{'on' if latency else 'off'}"
-    )
-    plot_trajectory(traj, out / "trajectory.png", title=label)
+    label = gait_label(gait.world(0)) + f", latency {'on' if latency else 'off'}"
+    labels = None
+    if gait.worlds is not None:
+        labels = [gait_label(gait.world(w)) for w in range(gait.worlds)]
+        label = f"{gait.worlds} gaits, latency {'on' if latency else 'off'}"
+    plot_trajectory(traj, out / "trajectory.png", labels=labels, title=label)
     if animation is not None:
         animation.save(out / "snake.gif", title=label)
     if usd is not None:
         usd.close()
     speed = traj.speed_body_lengths()
     summary = dict(
-        gait=dataclasses.asdict(gait),
+        gait=gait.as_dict(),
         latency=latency,
         resumed_from=str(args.resume) if args.resume else None,
         start_seconds=traj.t0,
@@ -231,10 +250,12 @@ def run_gait_command(args) -> int:
     if args.json:
         print(json.dumps({k: v for k, v in summary.items() if k != "config"}, indent=1))
         return 0
-    print(
-        f"COM displacement world 0: {traj.displacement()[0].round(4).tolist()} m, mean speed {speed[0]:.3f} body "
-        "lengths/s"
-    )
+    for w in range(min(args.worlds, 16)):
+        which = f"world {w}" + (f" ({gait_label(gait.world(w))})" if gait.worlds is not None else "")
+        print(
+            f"COM displacement {which}: {traj.displacement()[w].round(4).tolist()} m, mean speed {speed[w]:.3f} body "
+            "lengths/s"
+        )
     written = (
         ["trajectory.png", "summary.json", "checkpoint.npz"]
         + ([] if animation is None else ["snake.gif"])
@@ -244,11 +265,16 @@ def run_gait_command(args) -> int:
     return 0
 
 
+def gait_label(gait) -> str:
+    """A single gait's parameters in one short line."""
+    return f"ω={gait.omega_hz:g} Hz, α={gait.alpha:.3f}, φ={gait.phi:g}, A={gait.amplitude_psi:g} psi"
+
+
 # ----------------------------------------------------------------------- curvature
 def check_curvature_command(args) -> None:
     from softsnake.cli_args import check_device
 
-    cfg = _config(args)
+    cfg = snake_config_from_args(args)
     p_max = cfg.p_max_psi
     if args.max_psi < p_max:
         raise ValueError(
@@ -257,7 +283,7 @@ def check_curvature_command(args) -> None:
         )
     count = 2 * args.max_psi / args.step_psi + 1  # pressures in the sweep (float: may overflow an int)
     check_device(args.device)
-    _check_size(
+    check_snake_memory(
         f"--max-psi {args.max_psi:g} / --step-psi {args.step_psi:g} ({count:.0f} pressures)",
         cfg,
         count,
@@ -279,7 +305,7 @@ def run_curvature_command(args) -> int:
     from softsnake.experiments.curvature import curvature_sweep
     from softsnake.io.files import save_figure_atomic, write_text_atomic
 
-    with _progress("curvature", args.quiet, args.prog) as progress:
+    with progress_bar("curvature", args.quiet, args.prog) as progress:
         r = curvature_sweep(
             args.pressures, config=cfg, device=args.device, settle_seconds=args.seconds, progress=progress
         )
@@ -318,10 +344,12 @@ def run_curvature_command(args) -> int:
 def check_step_response_command(args) -> None:
     from softsnake.cli_args import check_device
 
-    cfg = _config(args)
+    cfg = snake_config_from_args(args)
     frames = _frames(args.seconds, cfg)
     check_device(args.device)
-    _check_size(f"--seconds {args.seconds:g}", cfg, 5, links=1, frames=frames, values_per_frame=4, device=args.device)
+    check_snake_memory(
+        f"--seconds {args.seconds:g}", cfg, 5, links=1, frames=frames, values_per_frame=4, device=args.device
+    )
     args.cfg = cfg
 
 
@@ -330,7 +358,7 @@ def run_step_response_command(args) -> int:
     from softsnake.experiments.step_response import plot_step_responses, step_responses
     from softsnake.io.files import write_npz_atomic
 
-    with _progress("step response", args.quiet, args.prog) as progress:
+    with progress_bar("step response", args.quiet, args.prog) as progress:
         r = step_responses(config=cfg, seconds=args.seconds, device=args.device, progress=progress)
     write_npz_atomic(
         out / "step_response.npz",
@@ -353,11 +381,11 @@ def check_bench_command(args) -> None:
     from softsnake.cli_args import check_device
     from softsnake.experiments.bench import parse_snakes
 
-    cfg = _config(args)
+    cfg = snake_config_from_args(args)
     args.snake_counts = parse_snakes(args.snakes)
     check_device(args.device)
     biggest = max(args.snake_counts)
-    _check_size(
+    check_snake_memory(
         f"--snakes {biggest:g}", cfg, max(1, math.ceil(biggest)), links=1 if biggest < 1 else None, device=args.device
     )
     args.cfg = cfg
@@ -416,7 +444,7 @@ def run_bench_command(args) -> int:
 
 # ---------------------------------------------------------------------------- info
 def check_info_command(args) -> None:
-    args.cfg = _config(args)
+    args.cfg = snake_config_from_args(args)
 
 
 def run_info_command(args) -> int:
@@ -446,7 +474,7 @@ def run_info_command(args) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    from softsnake.cli_args import input_path, integer, number, output_file, output_folder
+    from softsnake.cli_args import input_path, integer, number, numbers, output_file, output_folder
 
     def common(p, device=True):
         p.add_argument(
@@ -491,15 +519,25 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         metavar="CHECKPOINT",
         help="continue the run that wrote this checkpoint.npz (its snakes, configuration and gait time)",
     )
+    per_world = "; a comma-separated list gives one value per world"
     p.add_argument(
         "--omega",
-        type=number(0),
-        default=2.0,
-        help="oscillation frequency ω [Hz], ≤ a quarter of the frame rate (15 Hz) (default 2)",
+        type=numbers(0),
+        default=(2.0,),
+        help=f"oscillation frequency ω [Hz], ≤ a quarter of the frame rate (15 Hz) (default 2){per_world}",
     )
-    p.add_argument("--alpha", type=number(), default=math.pi / 2, help="phase lag between links α [rad] (default π/2)")
-    p.add_argument("--phi", type=number(-1, 1), default=0.0, help="offset φ in [−1, 1] (turning; default 0)")
-    p.add_argument("--amplitude", type=number(), default=8.0, help="amplitude A [psi] ≤ p_max (default 8)")
+    p.add_argument(
+        "--alpha",
+        type=numbers(),
+        default=(math.pi / 2,),
+        help=f"phase lag between links α [rad] (default π/2){per_world}",
+    )
+    p.add_argument(
+        "--phi", type=numbers(-1, 1), default=(0.0,), help=f"offset φ in [−1, 1] (turning; default 0){per_world}"
+    )
+    p.add_argument(
+        "--amplitude", type=numbers(), default=(8.0,), help=f"amplitude A [psi] ≤ p_max (default 8){per_world}"
+    )
     p.add_argument("--no-latency", action="store_true", help="pressures follow the targets instantly (paper Fig. 7)")
     p.add_argument("--out", type=output_folder, required=True, help="output folder")
     p.add_argument("--no-usd", action="store_true", help="skip the USD animation")
@@ -508,6 +546,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--usd-format", choices=("usdc", "usda"), default="usdc")
     p.add_argument("--json", action="store_true", help="print the run's summary (displacement, speed) as JSON")
     p.set_defaults(func=run_gait_command, check=check_gait_command, stage="out")
+
+    from softsnake.experiments.search_cli import add_commands as search_commands
+
+    search_commands(sub, common)
 
     p = sub.add_parser("curvature", help="quasi-static curvature vs pressure of one link (paper Fig. 5)")
     common(p)

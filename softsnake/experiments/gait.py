@@ -56,7 +56,8 @@ class Trajectory:
         """Heading change over the run (N,) [rad]; positive = counter-clockwise (toward +y when heading +x)."""
         return self.heading[-1] - self.heading0
 
-    def save(self, path) -> Path:
+    def save(self, path, **extra) -> Path:
+        """Write the records as .npz (atomically), with ``extra`` arrays beside them (e.g. the per-world gait)."""
         return write_npz_atomic(
             path,
             t=self.t,
@@ -67,6 +68,7 @@ class Trajectory:
             com0=self.com0,
             t0=np.float64(self.t0),
             body_length=np.float64(self.body_length),
+            **extra,
         )
 
 

@@ -87,6 +87,15 @@ class PneumaticsConfig:
             raise ValueError(f"PneumaticsConfig.latency must be True or False, got {self.latency!r}")
 
 
+def _world_indices(worlds, count: int, who: str) -> np.ndarray:
+    """Sorted unique world indices of ``worlds`` (an index or a sequence); ValueError naming ``who`` if out of
+    range."""
+    chosen = np.unique(np.asarray(worlds, dtype=np.int64).ravel())
+    if chosen.size and (chosen.min() < 0 or chosen.max() >= count):
+        raise ValueError(f"{who}: worlds must lie in [0, {count}), got {chosen.tolist()}")
+    return chosen
+
+
 def chamber_targets(targets_signed_psi: np.ndarray) -> np.ndarray:
     """Split signed link commands (..., links) [psi] into per-chamber targets (..., links, 2) [psi].
 
@@ -114,6 +123,23 @@ class ChamberPressures:
         if not isinstance(self.config, PneumaticsConfig):
             raise ValueError(f"ChamberPressures: config must be a PneumaticsConfig, got {type(self.config).__name__}")
         self._p = np.zeros((self.worlds, self.links, 2), dtype=np.float64)
+        #: per-world latency gains k_i, k_d (worlds,) [-]; start at the config's values (randomised by learning envs)
+        self.k_inflate = np.full(self.worlds, float(self.config.k_inflate))
+        self.k_deflate = np.full(self.worlds, float(self.config.k_deflate))
+
+    def set_latency_gains(self, worlds, k_inflate=None, k_deflate=None) -> None:
+        """Give the worlds ``worlds`` (indices) their own latency gains k_i, k_d in (0, 1] (a number for all of them
+        or one per world; None: the config's value)."""
+        chosen = _world_indices(worlds, self.worlds, "ChamberPressures.set_latency_gains")
+        for name, values in (("k_inflate", k_inflate), ("k_deflate", k_deflate)):
+            v = np.broadcast_to(
+                float(getattr(self.config, name)) if values is None else np.asarray(values, dtype=np.float64),
+                chosen.shape,
+            )
+            bad = ~np.isfinite(v) | (v <= 0.0) | (v > 1.0)
+            if bad.any():
+                raise ValueError(f"ChamberPressures.{name} must be in (0, 1], got {float(v[bad][0])!r}")
+            getattr(self, name)[chosen] = v
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -142,9 +168,12 @@ class ChamberPressures:
             )
         self._p[...] = p
 
-    def reset(self) -> None:
-        """Vent every chamber (all pressures 0 psi)."""
-        self._p[...] = 0.0
+    def reset(self, worlds=None) -> None:
+        """Vent every chamber (all pressures 0 psi) of every world, or of the worlds ``worlds`` (indices) only."""
+        if worlds is None:
+            self._p[...] = 0.0
+        else:
+            self._p[_world_indices(worlds, self.worlds, "ChamberPressures.reset")] = 0.0
 
     def signed(self) -> np.ndarray:
         """Signed link pressure p0 - p1, shape (worlds, links) [psi]."""
@@ -192,17 +221,22 @@ class ChamberPressures:
         n = max(1, int(math.floor(dt / h + 0.5)))  # round half up (Python's round() rounds half to even)
         scale = (dt / n) / h  # Euler sub-step length in units of h; exactly 1.0 when dt is an integer multiple of h
         p = self._p
+        k_i, k_d = self.k_inflate[:, None, None], self.k_deflate[:, None, None]
         for _ in range(n):
             inflating = target > p
             deflating = target < p
             # Eq. 11: normalised pressure gap; Eq. 12 (inflation): orifice flow ~ gap^2 (Eq. 10).
             dp = (target - p) / ps
-            p_infl = np.minimum(p + scale * (ps * dp * dp * cfg.k_inflate), target)
+            p_infl = np.minimum(p + scale * (ps * dp * dp * k_i), target)
             # Eq. 12 (deflation): proportional venting, capped at T_p per reference step.
-            p_defl = np.maximum(p - scale * np.minimum(p * cfg.k_deflate, cfg.threshold_psi), target)
+            p_defl = np.maximum(p - scale * np.minimum(p * k_d, cfg.threshold_psi), target)
             p = np.where(inflating, p_infl, np.where(deflating, p_defl, p))
         self._p[...] = np.maximum(p, 0.0)
         return self._p.copy()
+
+
+#: the gait parameters that may take one value per world
+GAIT_PARAMETERS = ("omega_hz", "alpha", "phi", "amplitude_psi")
 
 
 @dataclass
@@ -215,6 +249,10 @@ class OpenLoopGait:
     amplitude_psi: amplitude A in [0, p_max_psi] [psi]
     p_max_psi: largest allowed chamber pressure [psi]
 
+    Each of omega_hz, alpha, phi and amplitude_psi is one number (the same gait in every world) or a sequence of one
+    value per world (all sequences of the same length; numbers are shared by every world): one object then drives a
+    batch of different gaits, and world w gets exactly the targets of ``gait.world(w)`` (the same float64 operations).
+
     The defaults are the paper's forward-locomotion run (Sec. VI-B): omega = 2 Hz, alpha = pi/2, phi = 0, A = p_max = 8
     psi.
     """
@@ -226,35 +264,99 @@ class OpenLoopGait:
     p_max_psi: float = 8.0
 
     def __post_init__(self):
-        if not _is_finite_number(self.omega_hz) or float(self.omega_hz) < 0.0:
-            raise ValueError(f"OpenLoopGait.omega_hz must be a finite frequency >= 0 Hz, got {self.omega_hz!r}")
-        if not _is_finite_number(self.alpha):
-            raise ValueError(f"OpenLoopGait.alpha must be a finite phase lag [rad], got {self.alpha!r}")
-        if not _is_finite_number(self.phi) or not (-1.0 <= float(self.phi) <= 1.0):
-            raise ValueError(f"OpenLoopGait.phi must be in [-1, 1], got {self.phi!r}")
         if not _is_finite_number(self.p_max_psi) or float(self.p_max_psi) <= 0.0:
             raise ValueError(f"OpenLoopGait.p_max_psi must be a positive finite pressure [psi], got {self.p_max_psi!r}")
-        if not _is_finite_number(self.amplitude_psi) or float(self.amplitude_psi) < 0.0:
-            raise ValueError(
-                f"OpenLoopGait.amplitude_psi must be a finite pressure >= 0 psi, got {self.amplitude_psi!r}"
-            )
-        if float(self.amplitude_psi) > float(self.p_max_psi):
-            raise ValueError(
-                f"OpenLoopGait.amplitude_psi = {self.amplitude_psi!r} psi is above p_max = {self.p_max_psi!r} psi"
-            )
+        lengths = {}
+        for name in GAIT_PARAMETERS:
+            v = getattr(self, name)
+            if isinstance(v, (str, bytes)) or np.ndim(v) > 1:
+                raise ValueError(f"OpenLoopGait.{name} must be a number or a sequence of numbers, got {v!r}")
+            if np.ndim(v) == 1:
+                values = list(v)
+                if not values:
+                    raise ValueError(f"OpenLoopGait.{name} is an empty sequence (give one value per world)")
+                for w, x in enumerate(values):
+                    self._check(name, x, f"OpenLoopGait.{name}[{w}]")
+                lengths[name] = len(values)
+                object.__setattr__(self, name, np.array([float(x) for x in values], dtype=np.float64))
+            else:
+                self._check(name, v, f"OpenLoopGait.{name}")
+        if len(set(lengths.values())) > 1:
+            given = ", ".join(f"{k}: {n}" for k, n in lengths.items())
+            raise ValueError(f"OpenLoopGait: per-world sequences must have the same length, got {given}")
+        self._worlds = next(iter(lengths.values()), None)
+
+    def _check(self, name: str, x, label: str) -> None:
+        """ValueError naming ``label`` unless ``x`` is a valid value of parameter ``name``."""
+        if name == "omega_hz" and (not _is_finite_number(x) or float(x) < 0.0):
+            raise ValueError(f"{label} must be a finite frequency >= 0 Hz, got {x!r}")
+        if name == "alpha" and not _is_finite_number(x):
+            raise ValueError(f"{label} must be a finite phase lag [rad], got {x!r}")
+        if name == "phi" and (not _is_finite_number(x) or not (-1.0 <= float(x) <= 1.0)):
+            raise ValueError(f"{label} must be in [-1, 1], got {x!r}")
+        if name == "amplitude_psi":
+            if not _is_finite_number(x) or float(x) < 0.0:
+                raise ValueError(f"{label} must be a finite pressure >= 0 psi, got {x!r}")
+            if float(x) > float(self.p_max_psi):
+                raise ValueError(f"{label} = {x!r} psi is above p_max = {self.p_max_psi!r} psi")
+
+    @property
+    def worlds(self) -> int | None:
+        """Number of per-world values, or None when every parameter is one number (the gait of any batch)."""
+        return self._worlds
+
+    @classmethod
+    def stack(cls, gaits) -> "OpenLoopGait":
+        """One per-world gait from a sequence of single gaits (world w runs ``gaits[w]``); all share p_max."""
+        gaits = list(gaits)
+        if not gaits or any(not isinstance(g, cls) or g.worlds is not None for g in gaits):
+            raise ValueError("OpenLoopGait.stack needs a non-empty sequence of single (scalar) OpenLoopGaits")
+        p_max = {float(g.p_max_psi) for g in gaits}
+        if len(p_max) > 1:
+            raise ValueError(f"OpenLoopGait.stack: the gaits have different p_max_psi {sorted(p_max)}")
+        return cls(**{k: [getattr(g, k) for g in gaits] for k in GAIT_PARAMETERS}, p_max_psi=p_max.pop())
+
+    def world(self, w: int) -> "OpenLoopGait":
+        """The single gait that world ``w`` runs."""
+        if self._worlds is None:
+            return self
+        if not (0 <= int(w) < self._worlds):
+            raise ValueError(f"OpenLoopGait.world: w must lie in [0, {self._worlds}), got {w!r}")
+        pick = {k: getattr(self, k) for k in GAIT_PARAMETERS}
+        return OpenLoopGait(**{k: float(v[w]) if np.ndim(v) else v for k, v in pick.items()}, p_max_psi=self.p_max_psi)
+
+    def as_dict(self) -> dict:
+        """The parameters as plain numbers or lists (JSON- and TOML-friendly)."""
+        return {
+            k: (getattr(self, k).tolist() if np.ndim(getattr(self, k)) else float(getattr(self, k)))
+            for k in (*GAIT_PARAMETERS, "p_max_psi")
+        }
 
     def targets(self, t: float, links: int = 4) -> np.ndarray:
-        """Signed link pressures a_i(t), i = 0..links-1, shape (links,) [psi] (Eq. 9) at time ``t`` [s]."""
+        """Signed link pressures a_i(t), i = 0..links-1 [psi] (Eq. 9) at time ``t`` [s]: shape (links,), or
+        (worlds, links) for a per-world gait."""
         if not _is_finite_number(t):
             raise ValueError(f"OpenLoopGait: time t must be finite [s], got {t!r}")
         if isinstance(links, bool) or not isinstance(links, (int, np.integer)) or links < 1:
             raise ValueError(f"OpenLoopGait: links must be a positive integer, got {links!r}")
         i = np.arange(int(links), dtype=np.float64)
-        s = np.sin(2.0 * math.pi * float(self.omega_hz) * float(t) + float(self.alpha) * i) + float(self.phi)
-        return np.clip(s, -1.0, 1.0) * float(self.amplitude_psi)
+        if self._worlds is None:
+            s = np.sin(2.0 * math.pi * float(self.omega_hz) * float(t) + float(self.alpha) * i) + float(self.phi)
+            return np.clip(s, -1.0, 1.0) * float(self.amplitude_psi)
+
+        def column(name):  # (worlds, 1): each world's value, in the same float64 arithmetic as the scalar gait
+            return np.broadcast_to(np.asarray(getattr(self, name), dtype=np.float64), (self._worlds,))[:, None]
+
+        omega, alpha, phi, amplitude = (column(k) for k in GAIT_PARAMETERS)
+        s = np.sin(2.0 * math.pi * omega * float(t) + alpha * i) + phi
+        return np.clip(s, -1.0, 1.0) * amplitude
 
     def __call__(self, t: float, worlds: int, links: int = 4) -> np.ndarray:
-        """The same targets for every world, shape (worlds, links) [psi]."""
+        """The targets of every world, shape (worlds, links) [psi]."""
         if isinstance(worlds, bool) or not isinstance(worlds, (int, np.integer)) or worlds < 1:
             raise ValueError(f"OpenLoopGait: worlds must be a positive integer, got {worlds!r}")
+        if self._worlds is not None:
+            if int(worlds) != self._worlds:
+                raise ValueError(f"OpenLoopGait has values for {self._worlds} worlds, not {worlds}")
+            return self.targets(t, links)
         return np.tile(self.targets(t, links), (int(worlds), 1))

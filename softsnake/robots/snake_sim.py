@@ -74,6 +74,11 @@ class SnakeSim:
         self._distance_chamber = wp.array(self.layout.distance_chamber, dtype=int, device=self.device)
         self.time = 0.0
         self.frame = 0
+        #: frames each world has run since it was last reset (``reset_worlds``) or built (worlds,)
+        self.world_frame = np.zeros(self.worlds, dtype=np.int64)
+        #: per-world factor on the chamber pressures that reach the actuation lines (worlds,) [-]: 1 is the model of
+        #: docs/snake.md; learning environments randomise it (``reset_worlds``)
+        self.actuation_gain = np.ones(self.worlds)
         self.total_mass = float(self.model.particle_mass.sum() + self.model.body_mass.sum())
         self._upload_pressures()
 
@@ -97,10 +102,102 @@ class SnakeSim:
                 self._upload_pressures()
                 self.solver.step(self.state, self.control)
             self.frame += 1
+            self.world_frame += 1
             self.time = self.frame * self.config.frame_dt
 
+    @property
+    def world_time(self) -> np.ndarray:
+        """Time each world has run since it was last reset or built (worlds,) [s]."""
+        return self.world_frame * self.config.frame_dt
+
+    def reset_worlds(
+        self, worlds, *, heading=None, ground_mu=None, actuation_gain=None, k_inflate=None, k_deflate=None
+    ):
+        """Start the worlds ``worlds`` (indices) afresh, leaving the others untouched: the engine's state and carried
+        solver state as built (``Model.reset_worlds``, ``Solver.reset_worlds``), chambers vented, targets 0, their
+        frame count 0. With every option left at None a reset world then steps bit for bit as the same world of a
+        newly built SnakeSim.
+
+        Per-world variations (a number for all chosen worlds or one value per chosen world; None: as built):
+            heading: yaw of the whole snake about its centre of mass [rad] (the built snake heads along +x)
+            ground_mu: friction coefficient of the ground in these worlds (``Control.shape_mu``; a wheel's contact
+                takes the geometric mean √(μ_wheel·μ_ground))
+            actuation_gain: factor on the chamber pressures that reach the actuation lines [-], > 0
+            k_inflate, k_deflate: latency gains k_i, k_d of Eqs. 11–12, in (0, 1]
+
+        The variations live in this object and ``control`` only: checkpoints (``save``) do not carry them.
+        """
+        from .pneumatics import _world_indices
+
+        chosen = _world_indices(worlds, self.worlds, "SnakeSim.reset_worlds")
+        if chosen.size == 0:
+            return
+
+        def per_world(name, values, default, lowest=-np.inf, strict=False):
+            v = np.broadcast_to(default if values is None else np.asarray(values, dtype=np.float64), chosen.shape)
+            if not np.isfinite(v).all() or ((v <= lowest) if strict else (v < lowest)).any():
+                bound = "" if lowest == -np.inf else f" and {'>' if strict else '≥'} {lowest:g}"
+                raise ValueError(
+                    f"SnakeSim.reset_worlds: {name} must be finite{bound}, got {np.asarray(values).tolist()}"
+                )
+            return np.array(v, dtype=np.float64)
+
+        yaw = per_world("heading", heading, 0.0)
+        mu = per_world("ground_mu", ground_mu, 0.0, lowest=0.0)
+        gain = per_world("actuation_gain", actuation_gain, 1.0, lowest=0.0, strict=True)
+        self._pressures.set_latency_gains(chosen, k_inflate, k_deflate)  # checks before the engine is touched
+        self.solver.reset_worlds(chosen)
+        self.model.reset_worlds(self.state, chosen)
+        self._pressures.reset(chosen)
+        self._targets[chosen] = 0.0
+        self.world_frame[chosen] = 0
+        self.actuation_gain[chosen] = gain
+        built = self.model.shape_friction().numpy().reshape(self.worlds, -1, 2)
+        friction = self.control.shape_mu.numpy().reshape(self.worlds, -1, 2)
+        friction[chosen] = built[chosen] if ground_mu is None else mu[:, None, None]
+        self.control.shape_mu.assign(friction.reshape(-1, 2))
+        turned = yaw != 0.0
+        if turned.any():
+            self._turn_worlds(chosen[turned], yaw[turned])
+        self._upload_pressures()
+
+    def _turn_worlds(self, worlds: np.ndarray, yaw: np.ndarray) -> None:
+        """Rotate the snakes of ``worlds`` (at rest, as built) by ``yaw`` [rad] about the vertical through their
+        centre of mass."""
+        x, bq = self.particle_positions().copy(), self.body_poses().copy()
+        v = self.state.particle_qd.numpy().reshape(self.worlds, -1, 3).copy()
+        bv = self.state.body_qd.numpy().reshape(self.worlds, -1, 6).copy()
+        centre = self.com()[:, :2]
+        c, s = np.cos(yaw), np.sin(yaw)
+        rot = np.zeros((len(worlds), 3, 3))
+        rot[:, 0, 0], rot[:, 0, 1], rot[:, 1, 0], rot[:, 1, 1], rot[:, 2, 2] = c, -s, s, c, 1.0
+        for k, w in enumerate(worlds):
+            for points in (x[w], bq[w, :, :3]):
+                points[:, :2] -= centre[w]
+                points[:] = points @ rot[k].T
+                points[:, :2] += centre[w]
+            for vectors in (v[w], bv[w, :, :3], bv[w, :, 3:]):
+                vectors[:] = vectors @ rot[k].T
+            # q' = q_z(yaw) ⊗ q, quaternions (x, y, z, w)
+            qz, qw = np.sin(0.5 * yaw[k]), np.cos(0.5 * yaw[k])
+            q = bq[w, :, 3:].astype(np.float64)
+            bq[w, :, 3:] = np.stack(
+                [
+                    qw * q[:, 0] - qz * q[:, 1],
+                    qw * q[:, 1] + qz * q[:, 0],
+                    qw * q[:, 2] + qz * q[:, 3],
+                    qw * q[:, 3] - qz * q[:, 2],
+                ],
+                axis=1,
+            )
+        self.state.particle_q.assign(x.reshape(-1, 3).astype(np.float32))
+        self.state.body_q.assign(bq.reshape(-1, 7).astype(np.float32))
+        self.state.particle_qd.assign(v.reshape(-1, 3))
+        self.state.body_qd.assign(bv.reshape(-1, 6))
+
     def _upload_pressures(self) -> None:
-        self._chamber_pa.assign((self._pressures.values * PSI).reshape(-1).astype(np.float32))
+        pa = self._pressures.values * PSI * self.actuation_gain[:, None, None]
+        self._chamber_pa.assign(pa.reshape(-1).astype(np.float32))
         m = self.model
         wp.launch(
             kact.chamber_rest_scale,
@@ -164,7 +261,9 @@ class SnakeSim:
         carried arrays (``restore`` puts them back; ``save`` writes them with the config). For in-memory rollouts from
         one state, e.g. the same frame at several solver budgets (benchmarks/studies/snake_step_error.py)."""
         arrays = dict(
-            meta=np.array(json.dumps(dict(worlds=self.worlds, frame=self.frame))),
+            meta=np.array(
+                json.dumps(dict(worlds=self.worlds, frame=self.frame, world_frame=self.world_frame.tolist()))
+            ),
             chamber_pressures=self._pressures.values,
             targets=self._targets.copy(),
             particle_q=self.state.particle_q.numpy().copy(),
@@ -195,6 +294,7 @@ class SnakeSim:
             {k[len("solver_") :]: v for k, v in snapshot.items() if k.startswith("solver_")}
         )
         self.frame = int(meta["frame"])
+        self.world_frame[:] = meta.get("world_frame", self.frame)
         self.time = self.frame * self.config.frame_dt
         self._upload_pressures()
 
