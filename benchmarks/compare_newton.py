@@ -48,7 +48,7 @@ ERROR_KIND = {
     "slide": "|a − Coulomb| [m/s²]",
     "drop": "deepest penetration [m]",
 }
-#: the accuracy levels whose cost the comparison reports (issue 30): 1 % beam error, 1 mm drift, 0.1 mm penetration
+#: the accuracy levels whose cost the comparison reports: 1 % beam error, 1 mm drift, 0.1 mm penetration
 TARGETS = {"cantilever": 0.01, "stick": 1e-3, "drop": 1e-4}
 INCLINES = {"stick": (0.3, 0.5), "slide": (0.8, 0.3)}
 REST_SPEED = 1e-3  # [m/s]

@@ -1,4 +1,4 @@
-"""The compact particle–shape contact list (issue 11, contacts that scale): contact rows grow with the contacts, not
+"""The compact particle–shape contact list (contacts that scale): contact rows grow with the contacts, not
 with particles × shapes; the list's capacity never changes the answer; a full list is reported, not silently cut."""
 
 import numpy as np

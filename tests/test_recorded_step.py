@@ -1,5 +1,5 @@
-"""The solver's kernels against a step recorded before they were rewritten (issue 11, target 5: "fused/optimised and
-previous kernels agree within 1e-5 on a recorded step").
+"""The solver's kernels against a step recorded before they were rewritten (rewritten
+and previous kernels agree within 1e-5 on a recorded step).
 
 tests/data/recorded_snake_step.npz holds a coarse two-world snake 30 frames into the gait (a checkpoint: state,
 multipliers, contact list, pressures) and the state one frame (two steps, 4 × 20) later, computed on the CPU at commit

@@ -84,8 +84,8 @@ def test_held_link_at_the_budget_matches_the_exact_static_solution(budget, link,
     "0.449–0.475 / 3.714–3.753 1/m after 1.5 s: the redundant rows' multipliers drift (module docstring)",
 )
 def test_held_link_with_converged_solves_settles_at_the_exact_static_solution():
-    # 4 × 100 converges each step's linear solves (residual reduced 250-fold in the first Newton iteration); the issue
-    # asks for 0.5 %. Only the coarse link: the full one at a converged budget takes minutes.
+    # 4 × 100 converges each step's linear solves (residual reduced 250-fold in the first Newton iteration); the bound
+    # is 0.5 %. Only the coarse link: the full one at a converged budget takes minutes.
     converged = settled("coarse", linear_iterations=100)
     for psi in PRESSURES:
         mean, low, high = converged[psi]

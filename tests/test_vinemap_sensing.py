@@ -58,7 +58,7 @@ def test_pivot_change_recovered_at_post_corner():
     assert wall_errors(est, true_wall_runs(dep))[0] < 0.01
 
 
-# Acceptance criterion 2 of issue 5: deployments simulated by the forward model, turned into (length, collision
+# Deployments simulated by the forward model, turned into (length, collision
 # angle) streams, are inverted back to walls within 1 cm noise-free. Seeded set: uniform and non-uniform environments
 # 0 and 1, both launch points, 12 launch angles, straight plus turns at 20/40/60 % of the length by +-20/40/60 deg
 # (the paper's turning action space layout): 1824 actions, ~1380 deployments that touch a wall, covering every

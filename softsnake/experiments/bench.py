@@ -16,7 +16,19 @@ from softsnake.sim.launches import launches_per_step
 from .gait import default_gait
 
 #: paper Table II (GTX 1080 Ti): snakes → (assembly, solve, total) ms per frame
-PAPER_TABLE_II = {0.25: (0.74, 4.96, 5.70), 1: (1.11, 10.52, 11.63), 2: (1.41, 25.06, 26.47), 3: (2.33, 31.90, 34.23), 4: (3.41, 43.12, 46.53), 5: (5.59, 50.41, 56.00), 6: (6.19, 58.63, 64.82), 7: (6.45, 66.95, 73.4), 8: (7.37, 79.73, 87.10), 9: (8.48, 86.89, 95.37), 10: (10.31, 95.57, 105.88)}
+PAPER_TABLE_II = {
+    0.25: (0.74, 4.96, 5.70),
+    1: (1.11, 10.52, 11.63),
+    2: (1.41, 25.06, 26.47),
+    3: (2.33, 31.90, 34.23),
+    4: (3.41, 43.12, 46.53),
+    5: (5.59, 50.41, 56.00),
+    6: (6.19, 58.63, 64.82),
+    7: (6.45, 66.95, 73.4),
+    8: (7.37, 79.73, 87.10),
+    9: (8.48, 86.89, 95.37),
+    10: (10.31, 95.57, 105.88),
+}
 
 SUBSTEPS_PER_FRAME = 2  # as in Table II
 
@@ -35,12 +47,19 @@ def parse_snakes(text: str) -> list[float]:
     return values
 
 
-def bench_snakes(snakes: float, frames: int = 20, *, device: str = "cpu", config: SnakeConfig | None = None, warmup: int = 3) -> dict:
+def bench_snakes(
+    snakes: float, frames: int = 20, *, device: str = "cpu", config: SnakeConfig | None = None, warmup: int = 3
+) -> dict:
     """Time ``frames`` frames of ``snakes`` snakes (0.25 = a single link between two carriages)."""
     if frames < 1:
         raise ValueError(f"frames must be ≥ 1, got {frames}")
     base = config or SnakeConfig()
-    cfg = dataclasses.replace(base, links=1 if snakes == 0.25 else base.links, substeps=SUBSTEPS_PER_FRAME, frame_dt=SUBSTEPS_PER_FRAME * base.h)
+    cfg = dataclasses.replace(
+        base,
+        links=1 if snakes == 0.25 else base.links,
+        substeps=SUBSTEPS_PER_FRAME,
+        frame_dt=SUBSTEPS_PER_FRAME * base.h,
+    )
     cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, check_finite=False))
     worlds = max(1, int(snakes))
     sim = SnakeSim(worlds=worlds, device=device, config=cfg)
@@ -109,7 +128,22 @@ def peak_memory(device) -> tuple[float, str]:
     return (rss / 2**20 if sys.platform == "darwin" else rss / 2**10), "process peak RSS"
 
 
-CSV_FIELDS = ("snakes", "worlds", "device", "ms_total", "ms_assembly", "ms_solve", "ms_per_snake", "steps_per_s", "snake_steps_per_s", "real_time_factor", "peak_memory_mb", "memory_kind", "paper_ms_total", "launches_per_step")
+CSV_FIELDS = (
+    "snakes",
+    "worlds",
+    "device",
+    "ms_total",
+    "ms_assembly",
+    "ms_solve",
+    "ms_per_snake",
+    "steps_per_s",
+    "snake_steps_per_s",
+    "real_time_factor",
+    "peak_memory_mb",
+    "memory_kind",
+    "paper_ms_total",
+    "launches_per_step",
+)
 
 
 def bench_csv(rows: list[dict]) -> str:
@@ -134,7 +168,12 @@ def plot_bench(rows: list[dict], path) -> None:
     whole = [r for r in rows if r["snakes"] >= 1]  # snake-steps/s: the ¼ row (one link) is no snake
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
     n = [r["snakes"] for r in whole]
-    a.loglog([r["snakes"] for r in rows], [r["ms_total"] for r in rows], "o-", label=f"softsnake ({rows[0]['device'] if rows else ''})")
+    a.loglog(
+        [r["snakes"] for r in rows],
+        [r["ms_total"] for r in rows],
+        "o-",
+        label=f"softsnake ({rows[0]['device'] if rows else ''})",
+    )
     paper = sorted((k, v[2]) for k, v in PAPER_TABLE_II.items())
     a.loglog([k for k, _ in paper], [v for _, v in paper], "s--", label="paper (GTX 1080 Ti)")
     a.axhline(1e3 * SUBSTEPS_PER_FRAME / 120.0, color="gray", lw=0.8, ls=":", label="real time (frame = 2 × 1/120 s)")

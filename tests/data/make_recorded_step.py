@@ -1,8 +1,8 @@
 """Write tests/data/recorded_snake_step.npz: a coarse snake mid-gait (checkpoint) and the state one frame later.
 
 The file fixes what the solver's kernels computed when it was recorded, so that a rewrite of the kernels (fused,
-reordered, parallel sums) can be checked against them (tests/test_recorded_step.py, issue 11 target 5: "fused/optimised
-and previous kernels agree within 1e-5 on a recorded step"). It was written on the CPU at commit 43e9768, before the
+reordered, parallel sums) can be checked against them (tests/test_recorded_step.py: rewritten and
+previous kernels agree within 1e-5 on a recorded step). It was written on the CPU at commit 43e9768, before the
 GPU launch changes of 2026-11-24:
 
     git worktree add /tmp/ref 43e9768 && cd /tmp/ref && ln -s ../kernels softsnake/kernels
