@@ -33,8 +33,20 @@ class Stopped(BaseException):
         self.signum = int(signum)
 
 
+#: the stop signal received during the running command, if any: library code that catches every Exception (e.g.
+#: matplotlib's optional 3-D import) can swallow a Stopped that Python wrapped, so a command also checks this at its end
+_received: list[int] = []
+
+
 def _raise_stopped(signum, frame):
+    _received.append(int(signum))
     raise Stopped(signum)
+
+
+def _raise_if_stopped() -> None:
+    """Raise the Stopped of a stop signal the running command received but some library swallowed."""
+    if _received:
+        raise Stopped(_received[0])
 
 
 def _stop_behind(exc: BaseException | None) -> Stopped | None:
@@ -57,6 +69,7 @@ def _stop_on_signals():
         yield
         return
     saved = {}
+    _received.clear()
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
             saved[sig] = signal.signal(sig, _raise_stopped)
@@ -121,10 +134,14 @@ def _run(args, check_only: bool) -> int:
     final = getattr(args, stage, None) if stage else None
     args.out_final = final  # the folder the user named, for messages; args.<stage> becomes the staging folder
     if final is None:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        _raise_if_stopped()
+        return status
     with staged_dir(final) as tmp:
         setattr(args, stage, tmp)
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        _raise_if_stopped()  # before the outputs are published
+        return status
 
 
 def main(argv: list[str] | None = None, *, check_only: bool = False) -> int:
