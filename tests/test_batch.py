@@ -170,3 +170,28 @@ def test_per_world_ground_friction_equals_a_model_built_with_it():
     q = state.particle_q.numpy()
     assert np.array_equal(q[n:], alone.particle_q.numpy())
     assert q[n:, 0].mean() > q[:n, 0].mean() + 0.01  # the slipperier ground lets it slide farther
+
+
+def test_copy_worlds_copies_exactly_the_chosen_blocks():
+    """The device copy behind reset_worlds: runs of consecutive worlds from a whole array and one block into each
+    chosen world; the other worlds keep every value."""
+    import warp as wp
+
+    from softsnake.sim.model import copy_worlds, world_indices
+
+    W, rows = 6, 3
+    before = np.arange(W * rows * 2, dtype=np.float32).reshape(W * rows, 2)
+    source = -before
+    chosen = world_indices([4, 0, 1, 4, 3], W)
+    for src, expect in (
+        (source, lambda w: source[w * rows : (w + 1) * rows]),
+        (source[:rows], lambda w: source[:rows]),
+    ):
+        dst = wp.array(before, dtype=float, device=TEST_DEVICE)
+        copy_worlds(dst, wp.array(src, dtype=float, device=TEST_DEVICE), chosen, W)
+        got = dst.numpy()
+        for w in range(W):
+            block = slice(w * rows, (w + 1) * rows)
+            assert np.array_equal(got[block], expect(w) if w in chosen else before[block]), w
+    with pytest.raises(ValueError, match=r"worlds must lie in \[0, 6\), got \[6\]"):
+        world_indices([6], W)

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from softsnake.sim.model import world_indices
+
 PSI = 6894.757
 """Pascal per psi [Pa/psi]."""
 
@@ -87,15 +89,6 @@ class PneumaticsConfig:
             raise ValueError(f"PneumaticsConfig.latency must be True or False, got {self.latency!r}")
 
 
-def _world_indices(worlds, count: int, who: str) -> np.ndarray:
-    """Sorted unique world indices of ``worlds`` (an index or a sequence); ValueError naming ``who`` if out of
-    range."""
-    chosen = np.unique(np.asarray(worlds, dtype=np.int64).ravel())
-    if chosen.size and (chosen.min() < 0 or chosen.max() >= count):
-        raise ValueError(f"{who}: worlds must lie in [0, {count}), got {chosen.tolist()}")
-    return chosen
-
-
 def chamber_targets(targets_signed_psi: np.ndarray) -> np.ndarray:
     """Split signed link commands (..., links) [psi] into per-chamber targets (..., links, 2) [psi].
 
@@ -130,7 +123,7 @@ class ChamberPressures:
     def set_latency_gains(self, worlds, k_inflate=None, k_deflate=None) -> None:
         """Give the worlds ``worlds`` (indices) their own latency gains k_i, k_d in (0, 1] (a number for all of them
         or one per world; None: the config's value)."""
-        chosen = _world_indices(worlds, self.worlds, "ChamberPressures.set_latency_gains")
+        chosen = world_indices(worlds, self.worlds, "ChamberPressures.set_latency_gains")
         for name, values in (("k_inflate", k_inflate), ("k_deflate", k_deflate)):
             v = np.broadcast_to(
                 float(getattr(self.config, name)) if values is None else np.asarray(values, dtype=np.float64),
@@ -173,7 +166,7 @@ class ChamberPressures:
         if worlds is None:
             self._p[...] = 0.0
         else:
-            self._p[_world_indices(worlds, self.worlds, "ChamberPressures.reset")] = 0.0
+            self._p[world_indices(worlds, self.worlds, "ChamberPressures.reset")] = 0.0
 
     def signed(self) -> np.ndarray:
         """Signed link pressure p0 - p1, shape (worlds, links) [psi]."""

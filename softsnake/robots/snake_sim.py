@@ -19,6 +19,7 @@ import warp as wp
 from softsnake.io.files import write_npz_atomic
 from softsnake.kernels import actuation as kact
 from softsnake.sim import Solver
+from softsnake.sim.model import world_indices
 
 from .pneumatics import PSI, ChamberPressures
 from .snake import SnakeConfig, build_snake
@@ -127,9 +128,8 @@ class SnakeSim:
 
         The variations live in this object and ``control`` only: checkpoints (``save``) do not carry them.
         """
-        from .pneumatics import _world_indices
 
-        chosen = _world_indices(worlds, self.worlds, "SnakeSim.reset_worlds")
+        chosen = world_indices(worlds, self.worlds, "SnakeSim.reset_worlds")
         if chosen.size == 0:
             return
 

@@ -41,6 +41,36 @@ def row_layout(table: RowTable) -> RowLayout:
     return layout
 
 
+def world_indices(worlds, world_count: int, who: str = "") -> np.ndarray:
+    """Sorted unique world indices from ``worlds`` (an index or a sequence), each checked to lie in
+    [0, world_count); the ValueError names ``who`` when given."""
+    chosen = np.unique(np.asarray(worlds, dtype=np.int64).ravel())
+    if chosen.size and (chosen.min() < 0 or chosen.max() >= world_count):
+        prefix = f"{who}: " if who else ""
+        raise ValueError(f"{prefix}worlds must lie in [0, {world_count}), got {chosen.tolist()}")
+    return chosen
+
+
+def copy_worlds(dst: wp.array, src: wp.array, worlds: np.ndarray, world_count: int) -> None:
+    """Copy the blocks of ``worlds`` (sorted indices) from ``src`` into ``dst`` on the device, no host round trip.
+
+    dst: a world-major contiguous array of ``world_count`` equal blocks; src: the same layout, or one block that is
+    copied into every chosen world. One device copy per run of consecutive worlds (per world from a single block)."""
+    block = dst.size // world_count
+    one = src.size == block
+    if not one and src.size != dst.size:
+        raise ValueError(f"copy_worlds: source of {src.size} elements for {world_count} blocks of {block}")
+    if one:
+        for w in worlds:
+            wp.copy(dst, src, dest_offset=int(w) * block, count=block)
+        return
+    cuts = np.flatnonzero(np.diff(worlds) != 1) + 1
+    for run in np.split(worlds, cuts):
+        if run.size:
+            start = int(run[0]) * block
+            wp.copy(dst, src, dest_offset=start, src_offset=start, count=run.size * block)
+
+
 class State:
     """Time-varying data of all worlds, world-major: entry w·n + i is particle (body) i of world w.
 
@@ -147,6 +177,7 @@ class Model:
         self._q0 = np.tile(np.asarray(b.particle_q, dtype=np.float32), (worlds, 1))
         self._qd0 = np.tile(np.asarray(b.particle_qd, dtype=np.float32), (worlds, 1))
         self._qd0[np.tile(fixed, worlds)] = 0.0
+        self._initial = None  # the built State on the device, made by the first reset_worlds
 
         def arr(values, dtype, shape_tail=()):
             a = np.asarray(
@@ -353,17 +384,12 @@ class Model:
 
     def reset_worlds(self, state: State, worlds) -> None:
         """Set the worlds ``worlds`` (indices) of ``state`` back to the built initial positions and velocities,
-        leaving the other worlds untouched (pair with ``Solver.reset_worlds``)."""
-        chosen = np.unique(np.asarray(worlds, dtype=np.int64).ravel())
-        if chosen.size and (chosen.min() < 0 or chosen.max() >= self.worlds):
-            raise ValueError(f"worlds must lie in [0, {self.worlds}), got {chosen.tolist()}")
-        initial = self.state()
+        leaving the other worlds untouched (pair with ``Solver.reset_worlds``); device copies only."""
+        chosen = world_indices(worlds, self.worlds)
+        if self._initial is None:
+            self._initial = self.state()
         for name in ("particle_q", "particle_qd", "body_q", "body_qd"):
-            values, start = getattr(state, name).numpy(), getattr(initial, name).numpy()
-            per_world = values.shape[0] // self.worlds
-            rows = (chosen[:, None] * per_world + np.arange(per_world)[None, :]).ravel()
-            values[rows] = start[rows]
-            getattr(state, name).assign(values)
+            copy_worlds(getattr(state, name), getattr(self._initial, name), chosen, self.worlds)
 
     def control(self) -> Control:
         """New Control: zero external forces, unit rest-length scales."""

@@ -31,7 +31,7 @@ from softsnake.kernels import step_common as kstep
 from softsnake.kernels.data import BodyJacobian, ContactSettings, Jacobian, StepData
 
 from .contact_list import ContactCapacityExceeded, ContactList
-from .model import Control, Model, State
+from .model import Control, Model, State, copy_worlds, world_indices
 
 
 class SimulationDiverged(FloatingPointError):
@@ -215,6 +215,7 @@ class Solver:
         self.block_dim = (cfg.block_dim or 256) if model.device.is_cuda else 1
         self.data = self._allocate()
         self.diverged_worlds: set[int] = set()
+        self._fresh_world = None  # one world's carried arrays as built, for reset_worlds
         self.contact_list = ContactList(self)
         if cfg.fem == "primal" and model.tet_count > 0:
             from .primal import PrimalStep
@@ -457,20 +458,21 @@ class Solver:
     def reset_worlds(self, worlds) -> None:
         """Give the worlds ``worlds`` (indices) the carried solver state of a freshly built solver (zero multipliers,
         an empty contact list, nothing carried), leaving the other worlds untouched; with their State set back too
-        (``State.reset_worlds``), those worlds then step exactly as in a new model. One host round trip per array."""
+        (``Model.reset_worlds``), those worlds then step exactly as in a new model. Device copies only."""
         W = self.model.worlds
-        chosen = np.unique(np.asarray(worlds, dtype=np.int64).ravel())
+        chosen = world_indices(worlds, W)
         if chosen.size == 0:
             return
-        if chosen.min() < 0 or chosen.max() >= W:
-            raise ValueError(f"worlds must lie in [0, {W}), got {chosen.tolist()}")
-        fresh = {"contact_particle": -1, "contact_shape": -1}  # everything else starts at zero
-        for name, a in self._carried_arrays().items():
-            values = a.numpy()
-            per_world = values.shape[0] // W
-            rows = (chosen[:, None] * per_world + np.arange(per_world)[None, :]).ravel()
-            values[rows] = fresh.get(name, 0)
-            a.assign(values)
+        carried = self._carried_arrays()
+        if self._fresh_world is None:  # one world's carried arrays as built, uploaded once
+            self._fresh_world = {
+                name: wp.zeros((a.shape[0] // W, *a.shape[1:]), dtype=a.dtype, device=a.device)
+                for name, a in carried.items()
+            }
+            for name in ("contact_particle", "contact_shape"):  # an empty contact list; everything else is zero
+                self._fresh_world[name].fill_(-1)
+        for name, a in carried.items():
+            copy_worlds(a, self._fresh_world[name], chosen, W)
         self.diverged_worlds.difference_update(int(w) for w in chosen)
 
     # ------------------------------------------------------------- read-backs
