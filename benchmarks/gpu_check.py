@@ -8,13 +8,13 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world
   profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing)
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread)
+  env        the learning environment's env-steps/s (benchmarks/bench_env.py) at 1, 16, 64, 256 worlds, coarse and full
   tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels
 
 On the GPU machine (no network there; benchmarks/gpu_prepare.sh made the wheels and the precompiled kernel cache
 here, carried as .gpu/):
 
-    bash benchmarks/gpu_prepare.sh --install && \\
-    python3 -P benchmarks/gpu_check.py --out $OUT/gpu_check.json --commit <hash>
+    bash benchmarks/gpu_check.sh --commit <hash>      (installs, then runs this script into $OUT/gpu_check.json)
 
 ``--sections`` picks a subset (comma-separated), ``--quick`` shortens every timing (for a first try of the script).
 """
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-SECTIONS = ("launches", "snake", "slab", "blocks", "profile", "agreement", "tests")
+SECTIONS = ("launches", "snake", "slab", "blocks", "profile", "agreement", "env", "tests")
 TEST_FILES = (
     "tests/test_launches.py",
     "tests/test_batch.py",
@@ -168,6 +168,17 @@ def section_agreement(device: str, quick: bool) -> dict:
         gpu_cpu_gap_mm=1e3 * gap("gpu", "cpu"),
         cpu_roundoff_gap_mm=1e3 * gap("cpu", "cpu_ulp"),
     )
+
+
+def section_env(device: str, quick: bool) -> dict:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_env import measure
+
+    rows = []
+    for snake in ("coarse", "full"):
+        for worlds in (1, 16, 64, 256):
+            rows.append(measure(worlds, snake, device, steps=3 if quick else 10, min_seconds=1.0 if quick else 3.0))
+    return dict(rows=rows)
 
 
 def section_tests(device: str, quick: bool) -> dict:
