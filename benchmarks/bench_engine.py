@@ -13,13 +13,13 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import platform
 import time
 
 import numpy as np
 import warp as wp
 
 import softsnake as ss
+from softsnake.experiments.bench import cpu_model
 from softsnake.scenes import soft_slab_among_obstacles, soft_slab_on_ground, soft_slab_with_rigid_chain
 from softsnake.sim.model import quiet_warp
 
@@ -109,7 +109,7 @@ def main():
         "device": dev.name,
         "date": datetime.date.today().isoformat(),
         "warp": wp.__version__,
-        "host": platform.processor() or platform.machine(),
+        "host": cpu_model(),
         "dt": a.dt,
     }
     if a.json:

@@ -13,21 +13,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import platform
 import time
 
 import numpy as np
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def measure(worlds: int, snake: str, device: str, steps: int, min_seconds: float) -> dict:
@@ -72,6 +60,8 @@ def main() -> None:
     snakes = args.snake.split(",")
     device = wp.get_device(args.device)
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    from softsnake.experiments.bench import cpu_model
+
     name = cpu_model() if device.is_cpu else device.name
     print(
         f"date {datetime.date.today().isoformat()} | device {device.alias} ({name})"

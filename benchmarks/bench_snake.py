@@ -10,11 +10,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import platform
 
 import warp as wp
 
-from softsnake.experiments.bench import PAPER_TABLE_II, bench_snakes, parse_snakes
+from softsnake.experiments.bench import PAPER_TABLE_II, bench_snakes, cpu_model, parse_snakes
 from softsnake.sim.model import quiet_warp
 
 
@@ -30,7 +29,7 @@ def main() -> None:
     header = dict(
         date=datetime.date.today().isoformat(),
         device=device.name,
-        machine=platform.processor() or platform.machine(),
+        machine=cpu_model(),
         warp=wp.config.version,
         frames=args.frames,
     )

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 
+from softsnake.experiments.bench import cpu_model
 from softsnake.io.vine_data import read_rects
 from softsnake.robots.vine import VineConfig
 from softsnake.robots.vine_sim import VineSim
@@ -73,9 +73,7 @@ def main(argv=None) -> int:
             r = time_case(B, L, a.steps, a.device, rects)
             rows.append(r)
             print(json.dumps(r), flush=True)
-    meta = dict(
-        device=a.device, machine=platform.processor() or platform.machine(), date=time.strftime("%Y-%m-%d"), rows=rows
-    )
+    meta = dict(device=a.device, machine=cpu_model(), date=time.strftime("%Y-%m-%d"), rows=rows)
     if a.out:
         Path(a.out).write_text(json.dumps(meta, indent=1))
     print("\n| max links | " + " | ".join(f"batch {B}" for B in batches) + " |")

@@ -36,6 +36,7 @@ import numpy as np
 import warp as wp
 
 from softsnake import validation as V
+from softsnake.experiments.bench import cpu_model
 from softsnake.sim import Solver
 from softsnake.sim.model import quiet_warp
 
@@ -322,7 +323,7 @@ def main(argv=None) -> int:
         warp=wp.__version__,
         newton=getattr(sys.modules.get("newton"), "__version__", None),
         machine=platform.platform(),
-        processor=_cpu_model(),
+        processor=cpu_model(),
         dt=H,
         argv=sys.argv[1:] if argv is None else list(argv),
     )
@@ -336,17 +337,6 @@ def main(argv=None) -> int:
         plot(records, args.plot)
         print(f"wrote {args.plot}")
     return 0
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 if __name__ == "__main__":

@@ -159,10 +159,12 @@ def measure(label: str, out: str) -> None:
         except Exception as exc:  # a diverged run is a result too
             results[name] = dict(failed=f"{type(exc).__name__}: {str(exc)[:120]}")
         print(label, name, {k: v for k, v in results[name].items()}, flush=True)
+    from softsnake.experiments.bench import cpu_model
+
     meta = dict(
         label=label,
         date=datetime.date.today().isoformat(),
-        machine=platform.processor() or platform.machine(),
+        machine=cpu_model(),
         python=platform.python_version(),
     )
     from softsnake.io.files import write_json_atomic

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import platform
 import sys
 import time
 
@@ -47,6 +46,7 @@ def main() -> int:
     import warp as wp
 
     import softsnake as ss
+    from softsnake.experiments.bench import cpu_model
     from softsnake.geometry import box_tet_mesh
     from softsnake.scenes import soft_slab_on_ground
     from softsnake.sim.model import quiet_warp
@@ -111,7 +111,7 @@ def main() -> int:
     result = dict(
         date=datetime.datetime.now().isoformat(timespec="seconds"),
         device=args.device,
-        machine=platform.processor() or platform.machine(),
+        machine=cpu_model(),
         newton=newton.__version__,
         vbd_iterations=args.iterations,
         contact_ke=args.contact_ke,

@@ -132,6 +132,34 @@ def contact_list_offsets_block(
             overflow[w] = wp.max(total - capacity, 0)
 
 
+@wp.func
+def world_candidates(w: int, lane: int, m: ModelData, s: StepData, c: ContactListData, write: int):
+    """One pass of world ``w``'s particles over their contact candidates (kernels/contact_list.py): count them
+    (write = 0) or write them into their slots (write = 1)."""
+    for p in range(lane, m.particle_count, wp.block_dim()):
+        list_contact_candidates(
+            w * m.particle_count + p,
+            m,
+            s.contact,
+            s.h,
+            s.x_start,
+            s.v_start,
+            s.v,
+            c.lam_prev,
+            c.old_lam_n,
+            c.old_first,
+            c.old_num,
+            c.old_shape,
+            c.bvh,
+            write,
+            c.offset,
+            c.count,
+            s.jac,
+            s.lam,
+            s.contact_lam_n_prev,
+        )
+
+
 @wp.kernel
 def collide(
     # Model:
@@ -159,56 +187,14 @@ def collide(
     for r in range(lane, R, lanes):
         c.lam_prev[w * R + r] = s.lam[w * R + r]
     block_sync()
-    for p in range(lane, n, lanes):
-        list_contact_candidates(
-            w * n + p,
-            m,
-            s.contact,
-            s.h,
-            s.x_start,
-            s.v_start,
-            s.v,
-            c.lam_prev,
-            c.old_lam_n,
-            c.old_first,
-            c.old_num,
-            c.old_shape,
-            c.bvh,
-            0,
-            c.offset,
-            c.count,
-            s.jac,
-            s.lam,
-            s.contact_lam_n_prev,
-        )
+    world_candidates(w, lane, m, s, c, 0)  # count
     block_sync()
     contact_list_offsets_block(w, lane, n, K, c.count, c.offset, c.overflow)
     block_sync()
     for k in range(lane, K, lanes):
         clear_contact_slot(w * K + k, m, s.jac, s.lam, s.contact_lam_n_prev)
     block_sync()
-    for p in range(lane, n, lanes):
-        list_contact_candidates(
-            w * n + p,
-            m,
-            s.contact,
-            s.h,
-            s.x_start,
-            s.v_start,
-            s.v,
-            c.lam_prev,
-            c.old_lam_n,
-            c.old_first,
-            c.old_num,
-            c.old_shape,
-            c.bvh,
-            1,
-            c.offset,
-            c.count,
-            s.jac,
-            s.lam,
-            s.contact_lam_n_prev,
-        )
+    world_candidates(w, lane, m, s, c, 1)  # write
     block_sync()
     contacts_world(w, lane, m, b, s)
 

@@ -4,6 +4,7 @@ link), one snake and several snakes simulated together while the default gait ru
 from __future__ import annotations
 
 import dataclasses
+import platform
 import time
 
 import numpy as np
@@ -114,6 +115,18 @@ def bench_snakes(
         memory_kind=memory_kind,
         paper_ms_total=PAPER_TABLE_II.get(snakes, (None, None, None))[2],
     )
+
+
+def cpu_model() -> str:
+    """This machine's processor as /proc/cpuinfo names it (e.g. "AMD EPYC 7B13"), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def peak_memory(device) -> tuple[float, str]:
