@@ -8,8 +8,8 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world
   profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing)
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread)
-  env        the learning environment's env-steps/s (benchmarks/bench_env.py) at 1, 16, 64, 256 worlds, coarse and full
   tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels
+  env        the learning environment's env-steps/s (benchmarks/bench_env.py) at 1, 16, 64, 256 worlds, coarse and full
 
 On the GPU machine (no network there; benchmarks/gpu_prepare.sh made the wheels and the precompiled kernel cache
 here, carried as .gpu/):
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-SECTIONS = ("launches", "snake", "slab", "blocks", "profile", "agreement", "env", "tests")
+SECTIONS = ("launches", "snake", "slab", "blocks", "profile", "agreement", "tests", "env")
 TEST_FILES = (
     "tests/test_launches.py",
     "tests/test_batch.py",

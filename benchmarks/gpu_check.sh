@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# On a GPU machine without network: install what benchmarks/gpu_prepare.sh carried (.gpu/b here, .gpu/a copied to
-# /tmp/gpu by the previous call), then run every GPU measurement (benchmarks/gpu_check.py) into $OUT/gpu_check.json.
+# On a GPU machine without network: install what benchmarks/gpu_prepare.sh carried (its last part in .gpu/ here, the
+# others copied to /tmp/gpu by the previous calls), then run every GPU measurement (benchmarks/gpu_check.py) into
+# $OUT/gpu_check.json.
 # Arguments are passed on to gpu_check.py (--commit <hash>, --sections …, --quick).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 site=/tmp/gpu/site
 if [[ ! -d "$site" ]]; then
-    cat /tmp/gpu/a/payload.part.* .gpu/b/payload.part.* | xz -d | tar -C /tmp/gpu -xf -
+    # the parts in their split order, wherever they lie
+    cat $(ls /tmp/gpu/p*/payload.part.* .gpu/p*/payload.part.* 2>/dev/null | awk -F/ '{print $NF " " $0}' | sort | cut -d" " -f2) \
+        | xz -d | tar -C /tmp/gpu -xf -
     python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" /tmp/gpu/wheels/*.whl
     python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target "$site" .
 fi

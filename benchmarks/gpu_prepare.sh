@@ -2,12 +2,14 @@
 # Prepare, on this machine, what a GPU machine without network needs to run benchmarks/gpu_check.sh: the Python
 # wheels the image lacks (Warp at this environment's version, meshio, tetgen, shapely, usd-core, gymnasium; for Python
 # 3.12, x86-64) and Warp's kernel cache with every softsnake module precompiled for the GPU's architecture (sm_90: H100,
-# H200). Everything lands in .gpu/ (git-ignored), split in two parts of < 64 MiB each, one per device call:
+# H200). Everything lands in .gpu/ (git-ignored), cut into parts .gpu/p0, .gpu/p1, … of 60 MiB (a device call carries
+# at most 64 MiB; Warp's wheel alone is ~150 MB, so three parts), one per device call, the calls within the machine's
+# warm time:
 #
 #   bash benchmarks/gpu_prepare.sh [--arch 90] [--from-cache DIR]     (DIR: a Warp kernel cache to start from)
-#   device run 1: carry [".gpu/a"],          command: mkdir -p /tmp/gpu && cp -r .gpu/a /tmp/gpu/
-#   device run 2: carry [".gpu/b"] (within the machine's warm time), command:
-#                 bash benchmarks/gpu_check.sh --commit <hash>        (writes $OUT/gpu_check.json)
+#   each part but the last: carry [".gpu/pK"], command: mkdir -p /tmp/gpu && cp -r .gpu/pK /tmp/gpu/
+#   the last part:          carry [".gpu/pN"], command: bash benchmarks/gpu_check.sh --commit <hash>
+#                           (writes $OUT/gpu_check.json)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=90
@@ -21,17 +23,21 @@ while [[ $# -gt 0 ]]; do
 done
 python=${PYTHON:-python3}
 warp_version=$($python -c "import warp; print(warp.__version__)")
-rm -rf .gpu && mkdir -p .gpu/wheels .gpu/a .gpu/b
+rm -rf .gpu && mkdir -p .gpu/wheels
 platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
 $python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp "${platforms[@]}" -d .gpu/wheels \
     "warp-lang==$warp_version" meshio tetgen shapely usd-core gymnasium cloudpickle farama-notifications
 # the kernels, compiled here for the GPU (Warp's NVRTC needs no driver); modules already in --from-cache are kept
 if [[ -n "$from_cache" ]]; then mkdir -p .gpu/warpcache && cp -r "$from_cache"/. .gpu/warpcache/; fi
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --block-dim 64 --block-dim 128
-# Warp's wheel is larger than one call carries: compressed and cut in two
+# more than one call carries: compressed and cut into parts, one folder each
 tar -C .gpu -cf - wheels warpcache | xz -T0 -6 > .gpu/payload.tar.xz
 split -b 60m -d .gpu/payload.tar.xz .gpu/payload.part.
-mv .gpu/payload.part.00 .gpu/a/
-mv .gpu/payload.part.0* .gpu/b/ 2>/dev/null || true
+k=0
+for part in .gpu/payload.part.*; do
+    mkdir -p ".gpu/p$k" && mv "$part" ".gpu/p$k/"
+    k=$((k + 1))
+done
 rm -rf .gpu/payload.tar.xz .gpu/wheels .gpu/warpcache
-du -sh .gpu/a .gpu/b
+du -sh .gpu/p*
+echo "carry .gpu/p0 … .gpu/p$((k - 1)) in $k device calls (benchmarks/gpu_prepare.sh's header)"
