@@ -7,8 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 site=/tmp/gpu/site
 if [[ ! -d "$site" ]]; then
-    # the parts in their split order, wherever they lie
-    cat $(ls /tmp/gpu/p*/payload.part.* .gpu/p*/payload.part.* 2>/dev/null | awk -F/ '{print $NF " " $0}' | sort | cut -d" " -f2) \
+    # the parts in their split order, wherever they lie (a warm machine may keep an earlier call's .gpu/pK: each once)
+    cat $(ls /tmp/gpu/p*/payload.part.* .gpu/p*/payload.part.* 2>/dev/null | awk -F/ '{print $NF " " $0}' | sort -u -k1,1 | cut -d" " -f2) \
         | xz -d | tar -C /tmp/gpu -xf -
     python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" /tmp/gpu/wheels/*.whl
     python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target "$site" .

@@ -2,8 +2,8 @@
 # Prepare, on this machine, what a GPU machine without network needs to run benchmarks/gpu_check.sh: the Python
 # wheels the image lacks (Warp at this environment's version, meshio, tetgen, shapely, usd-core, gymnasium; for Python
 # 3.12, x86-64) and Warp's kernel cache with every softsnake module precompiled for the GPU's architecture (sm_90: H100,
-# H200). Everything lands in .gpu/ (git-ignored), cut into parts .gpu/p0, .gpu/p1, … of 60 MiB (a device call carries
-# at most 64 MiB; Warp's wheel alone is ~150 MB, so three parts), one per device call, the calls within the machine's
+# H200). Everything lands in .gpu/ (git-ignored), cut into parts .gpu/p0, .gpu/p1, … of 58 MiB (a device call carries
+# at most 64 MiB, the repository's ~5 MiB included; Warp's wheel alone is ~150 MB, so three parts), one per device call, the calls within the machine's
 # warm time:
 #
 #   bash benchmarks/gpu_prepare.sh [--arch 90] [--from-cache DIR]     (DIR: a Warp kernel cache to start from)
@@ -32,7 +32,7 @@ if [[ -n "$from_cache" ]]; then mkdir -p .gpu/warpcache && cp -r "$from_cache"/.
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --block-dim 64 --block-dim 128
 # more than one call carries: compressed and cut into parts, one folder each
 tar -C .gpu -cf - wheels warpcache | xz -T0 -6 > .gpu/payload.tar.xz
-split -b 60m -d .gpu/payload.tar.xz .gpu/payload.part.
+split -b 58m -d .gpu/payload.tar.xz .gpu/payload.part.
 k=0
 for part in .gpu/payload.part.*; do
     mkdir -p ".gpu/p$k" && mv "$part" ".gpu/p$k/"
