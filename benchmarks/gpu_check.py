@@ -185,7 +185,7 @@ def section_tests(device: str, quick: bool) -> dict:
     env = dict(os.environ, SOFTSNAKE_TEST_DEVICE=device)
     t0 = time.perf_counter()
     r = subprocess.run(
-        [sys.executable, "-P", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *TEST_FILES],
+        [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", *TEST_FILES],
         env=env,
         capture_output=True,
         text=True,
