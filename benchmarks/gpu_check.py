@@ -182,16 +182,21 @@ def section_env(device: str, quick: bool) -> dict:
 
 
 def section_tests(device: str, quick: bool) -> dict:
+    """pytest's output goes to the console as it runs (a run cut short still shows how far it got)."""
     env = dict(os.environ, SOFTSNAKE_TEST_DEVICE=device)
     t0 = time.perf_counter()
-    r = subprocess.run(
-        [sys.executable, "-P", "-m", "pytest", "-q", "-p", "no:cacheprovider", *TEST_FILES],
+    lines = []
+    with subprocess.Popen(
+        [sys.executable, "-P", "-m", "pytest", "-v", "-p", "no:cacheprovider", *TEST_FILES],
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
-    )
-    tail = (r.stdout + r.stderr).strip().splitlines()[-15:]
-    return dict(returncode=r.returncode, seconds=time.perf_counter() - t0, tail=tail)
+    ) as run:
+        for line in run.stdout:
+            print("  " + line.rstrip(), flush=True)
+            lines.append(line.rstrip())
+    return dict(returncode=run.returncode, seconds=time.perf_counter() - t0, tail=lines[-15:])
 
 
 def main() -> int:
@@ -213,6 +218,11 @@ def main() -> int:
     quiet_warp()
     wp.init()
     dev = wp.get_device(args.device)
+    from softsnake.sim.warp_runtime import kernels_to_compile
+
+    # modules the carried kernel cache lacks for this GPU (compiled here, ~3 min): should be none after gpu_prepare
+    uncached = kernels_to_compile(args.device)
+    print(f"kernel modules not in the cache for {dev.name}: {uncached or 'none'}", flush=True)
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     record = dict(
@@ -224,6 +234,7 @@ def main() -> int:
             host=platform.platform(),
             python=platform.python_version(),
             quick=args.quick,
+            uncached_modules=uncached,
         ),
         seconds={},
     )
