@@ -129,9 +129,7 @@ def held_link_static(
     inner = np.nonzero((mesh.section > 0) & (mesh.section < last))[0]
     tip = np.nonzero(mesh.section == last)[0]
     base = 3 * len(inner)
-    hard = np.concatenate([mesh.layer_pairs, mesh.perimeter_pairs])
-    same = (mesh.section[hard[:, 0]] == mesh.section[hard[:, 1]]) & np.isin(mesh.section[hard[:, 0]], (0, last))
-    hard = hard[~same]  # held rigid by the clamp or the end body (as the simulated model leaves them out)
+    hard = mesh.hard_pairs()  # the simulated model's rows (the end sections are held rigid by the clamp and the body)
     hard_rest = np.linalg.norm(X[hard[:, 1]] - X[hard[:, 0]], axis=1)
     act = mesh.actuation_pairs[mesh.actuation_chamber == 0]
     act_length = np.linalg.norm(X[act[:, 1]] - X[act[:, 0]], axis=1)

@@ -384,12 +384,9 @@ def run_held_link(config, pressure_psi, *, seconds: float = 1.5, ramp: float = 0
     )
     last = int(mesh.section.max())
     chamber = []
-    for pairs in (mesh.layer_pairs, mesh.perimeter_pairs):
-        for a, d in pairs:
-            if mesh.section[a] == mesh.section[d] and mesh.section[a] in (0, last):
-                continue  # held rigid by the clamp or the body, as in build_snake
-            b.add_distance(int(ids[a]), int(ids[d]), compliance=0.0)
-            chamber.append(-1)
+    for a, d in mesh.hard_pairs():  # as build_snake: the end sections are held rigid by the clamp and the body
+        b.add_distance(int(ids[a]), int(ids[d]), compliance=0.0)
+        chamber.append(-1)
     for (a, d), ch in zip(mesh.actuation_pairs, mesh.actuation_chamber):
         b.add_distance(int(ids[a]), int(ids[d]), compliance=actuation_compliance(c, mesh))
         chamber.append(int(ch))

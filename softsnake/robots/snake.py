@@ -309,14 +309,9 @@ def build_snake(config: SnakeConfig) -> tuple[ModelBuilder, SnakeLayout]:
         )
         link_particles.append(ids)
         last = mesh.section.max()
-        for pairs in (mesh.layer_pairs, mesh.perimeter_pairs):
-            for a, d in pairs:
-                if mesh.section[a] == mesh.section[d] and mesh.section[a] in (0, last) and not c.attached_section_rows:
-                    # both particles are attached to the same rigid carriage (below), which already holds their
-                    # distance: the row would only be redundant (a null space of the multiplier system)
-                    continue
-                b.add_distance(int(ids[a]), int(ids[d]), compliance=0.0)
-                chamber.append(-1)
+        for a, d in mesh.hard_pairs(end_sections=c.attached_section_rows):
+            b.add_distance(int(ids[a]), int(ids[d]), compliance=0.0)
+            chamber.append(-1)
         for (a, d), ch in zip(mesh.actuation_pairs, mesh.actuation_chamber):
             b.add_distance(int(ids[a]), int(ids[d]), compliance=act_compliance)
             chamber.append(2 * i + int(ch))

@@ -42,6 +42,17 @@ class LinkMesh:
     def per_section(self) -> int:
         return len(self.vertices) // (int(self.section.max()) + 1)
 
+    def hard_pairs(self, end_sections: bool = False) -> np.ndarray:
+        """The link's hard (zero-compliance) rows: the layer's, then the perimeter's. Without ``end_sections`` the
+        pairs inside the first and the last cross-section are left out: a carriage (or a clamp) holds each end section
+        rigid, so there a row would only be redundant (a null space of the multiplier system)."""
+        hard = np.concatenate([self.layer_pairs, self.perimeter_pairs])
+        if end_sections:
+            return hard
+        s = self.section
+        inside = (s[hard[:, 0]] == s[hard[:, 1]]) & np.isin(s[hard[:, 0]], (0, s.max()))
+        return hard[~inside]
+
 
 def _disc(inner_ring: int, radius: float):
     """Particles (y, z) of one cross-section and its mirror-symmetric triangulation (right half: θ ∈ [0, π])."""
