@@ -10,6 +10,8 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread)
   tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels
   env        the learning environment's env-steps/s (benchmarks/bench_env.py) at 1, 16, 64, 256 worlds, coarse and full
+  ppo        (only when named in --sections: ~5 min) examples/train_ppo.py's full run, 256 coarse snakes on the GPU,
+             491,520 environment steps; its curve, plot and policy land in $OUT/ppo/
 
 On the GPU machine (no network there; benchmarks/gpu_prepare.sh made the wheels and the precompiled kernel cache
 here, carried as .gpu/):
@@ -34,7 +36,9 @@ from pathlib import Path
 
 import numpy as np
 
-SECTIONS = ("launches", "snake", "slab", "blocks", "profile", "agreement", "tests", "env")
+SECTIONS = ("launches", "snake", "slab", "blocks", "profile", "agreement", "tests", "env", "ppo")
+#: the sections a plain run takes (under 8 minutes on an H100)
+DEFAULT_SECTIONS = SECTIONS[:-1]
 TEST_FILES = (
     "tests/test_launches.py",
     "tests/test_batch.py",
@@ -181,6 +185,20 @@ def section_env(device: str, quick: bool) -> dict:
     return dict(rows=rows)
 
 
+def section_ppo(device: str, quick: bool) -> dict:
+    """PPO's full run (docs/learning.md): its summary and learning curve; the files stay in $OUT/ppo/."""
+    root = Path(__file__).resolve().parent.parent
+    out = Path(os.environ.get("OUT", "/tmp")) / "ppo"
+    worlds = 8 if quick else 256
+    steps = worlds * 64 * (2 if quick else 30)  # 30 rollouts of 64 steps per world
+    subprocess.run(
+        [sys.executable, "-P", str(root / "examples" / "train_ppo.py"), "--device", device, "--worlds", str(worlds)]
+        + ["--timesteps", str(steps), "--out", str(out)],
+        check=True,
+    )
+    return dict(summary=json.loads((out / "summary.json").read_text()), curve=(out / "curve.csv").read_text())
+
+
 def section_tests(device: str, quick: bool) -> dict:
     """pytest's output goes to the console as it runs (a run cut short still shows how far it got)."""
     env = dict(os.environ, SOFTSNAKE_TEST_DEVICE=device)
@@ -204,7 +222,11 @@ def main() -> int:
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--commit", default="", help="the commit measured (the device machine has no git history)")
-    ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated subset of {','.join(SECTIONS)}")
+    ap.add_argument(
+        "--sections",
+        default=",".join(DEFAULT_SECTIONS),
+        help=f"comma-separated, from {','.join(SECTIONS)} (default: all but ppo)",
+    )
     ap.add_argument("--quick", action="store_true", help="short timings, to try the script")
     args = ap.parse_args()
     wanted = [s.strip() for s in args.sections.split(",") if s.strip()]

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Prepare, on this machine, what a GPU machine without network needs to run benchmarks/gpu_check.sh: the Python
-# wheels the image lacks (Warp at this environment's version, meshio, tetgen, shapely, usd-core, gymnasium; for Python
-# 3.12, x86-64) and Warp's kernel cache with every softsnake module precompiled for the GPU's architecture (sm_90: H100,
-# H200). Everything lands in .gpu/ (git-ignored), cut into parts .gpu/p0, .gpu/p1, … of 58 MiB (a device call carries
-# at most 64 MiB, the repository's ~5 MiB included; Warp's wheel alone is ~150 MB, so three parts), one per device call, the calls within the machine's
-# warm time:
+# wheels its image lacks, for Python 3.12 on x86-64 (Warp at this environment's version, meshio, tetgen, shapely,
+# usd-core, gymnasium, and stable-baselines3 for gpu_check's ppo section: the image has PyTorch), and Warp's kernel
+# cache with every softsnake module precompiled for the GPU's architecture (sm_90: H100, H200). Everything lands in
+# .gpu/ (git-ignored), cut into parts .gpu/p0, .gpu/p1, … of 58 MiB (a device call carries at most 64 MiB, the
+# repository's ~5 MiB included; Warp's wheel alone is ~150 MB, so three parts), one per device call, the calls within
+# the machine's warm time:
 #
 #   bash benchmarks/gpu_prepare.sh [--arch 90] [--from-cache DIR]     (DIR: a Warp kernel cache to start from)
 #   each part but the last: carry [".gpu/pK"], command: mkdir -p /tmp/gpu && cp -r .gpu/pK /tmp/gpu/
@@ -26,7 +27,7 @@ warp_version=$($python -c "import warp; print(warp.__version__)")
 rm -rf .gpu && mkdir -p .gpu/wheels
 platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
 $python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp "${platforms[@]}" -d .gpu/wheels \
-    "warp-lang==$warp_version" meshio tetgen shapely usd-core gymnasium cloudpickle farama-notifications
+    "warp-lang==$warp_version" meshio tetgen shapely usd-core gymnasium cloudpickle farama-notifications stable-baselines3
 # the kernels, compiled here for the GPU (Warp's NVRTC needs no driver); modules already in --from-cache are kept
 if [[ -n "$from_cache" ]]; then mkdir -p .gpu/warpcache && cp -r "$from_cache"/. .gpu/warpcache/; fi
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --block-dim 64 --block-dim 128

@@ -2,7 +2,7 @@
 
     pip install '.[rl]'                                   # Stable-Baselines3 and PyTorch
     python examples/train_ppo.py --out runs/ppo           # the short CPU run of docs/learning.md
-    python examples/train_ppo.py --device cuda --worlds 256 --timesteps 2000000 --out runs/ppo_gpu   # the full run
+    python examples/train_ppo.py --device cuda --worlds 256 --timesteps 491520 --out runs/ppo_gpu    # the full run
 
 The task is forward speed (reward: speed along the start heading [body lengths/s] per action step); the policy sees
 the observation of docs/learning.md plus a 2 Hz clock (sin, cos), so a linear map of the clock to the four pressure
