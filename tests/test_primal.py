@@ -210,9 +210,10 @@ def test_both_formulations_rest_a_cube_on_the_ground(fem):
     solver = ss.Solver(model, fem=fem)
     for _ in range(60):
         solver.step(state)
-    # measured after 0.5 s at the budget, primal / dual: 0.64 / 0.60 µm/s, 5.2e-11 / 5.7e-10 m into the ground
+    # measured after 0.5 s at the budget, primal / dual: 0.65 / 0.60 µm/s (one bound, 2.9× / 3.2×), 1.38e-10 /
+    # 5.7e-10 m into the ground (each formulation its own bound, 3×)
     assert np.abs(state.particle_qd.numpy()).max() < 1.9e-6
-    assert -state.particle_q.numpy()[:, 2].min() < 1.7e-9
+    assert -state.particle_q.numpy()[:, 2].min() < {"primal": 4.2e-10, "dual": 1.7e-9}[fem]
 
 
 def test_bad_solver_settings():
@@ -239,7 +240,8 @@ def test_friction_stays_in_its_cone_while_sliding_and_incomplete_states_are_refu
     for _ in range(20):
         solver.step(state)
         lam_n, lam_t = solver.contact_impulses()
-        assert np.all(np.linalg.norm(lam_t, axis=-1) <= 0.4 * np.maximum(lam_n, 0.0) * (1 + 1e-5) + 1e-12)
+        # measured |λ_t| ≤ 1.0000001 μλ_n (one float32 ulp of 1 over, 1.2e-7) and no friction where λ_n = 0; bound 3×
+        assert np.all(np.linalg.norm(lam_t, axis=-1) <= 0.4 * np.maximum(lam_n, 0.0) * (1 + 3.6e-7) + 1e-12)
         sliding += int(np.any(np.linalg.norm(lam_t, axis=-1) > 0.39 * lam_n.max()))
     assert sliding > 5  # the cube really slid (friction at the cone), so the bound was exercised
     saved = solver.carried_state()
@@ -356,8 +358,9 @@ def test_momentum_balance_conserves_momentum_at_the_budget():
     solve balances the block's momentum exactly (it is eliminated) but not the particles': its residual is a spurious
     net impulse. With SolverConfig.momentum_balance each free soft body gets the uniform velocity change that removes
     it (docs/solver.md, "Momentum balance")."""
-    assert _floating_beam_and_block(True) < 1.0e-5  # measured 3.5e-7: float32 round-off
-    assert _floating_beam_and_block(False) > 1.0e-4  # measured 1.4e-3: the scene does test the balance
+    assert _floating_beam_and_block(True) < 1.2e-6  # measured 3.9e-7 (float32 round-off); bound 3×
+    # measured 3.8e-3, ~10⁴× the balanced drift: the scene does test the balance; bound a third of the measurement
+    assert _floating_beam_and_block(False) > 1.2e-3
 
 
 def test_scaled_warm_start_keeps_the_carried_multipliers_that_lower_the_first_residual():

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(TEST_DEVICE != "cpu", reason="validation scenes 
 
 
 # drift over 1 s; Coulomb: 0. The friction rows creep at most at SolverConfig.friction_stick_velocity = 0.1 mm/s.
-# Measured: 0.095 / 0.161 / 0.318 mm.
+# Measured: 0.095 / 0.161 / 0.318 mm. The h = 1/60 s case shows that the stick also holds at twice the step.
 @pytest.mark.parametrize(
     "slope, dt, bound", [(0.3, 1.0 / 120.0, 2.9e-4), (0.3, 1.0 / 60.0, 4.8e-4), (0.45, 1.0 / 120.0, 9.6e-4)]
 )
@@ -37,10 +37,10 @@ def test_soft_cube_slides_with_coulomb_acceleration(slope, mu, bound):
 
 def test_pushed_cube_stops_after_the_implicit_euler_coulomb_distance():
     # implicit Euler stops the block after ⌈v0/(μgh)⌉ steps, h·Σ max(v0 − kμgh, 0) = 29.800 mm (v0²/(2μg) = 31.855 mm
-    # is the continuous limit). Measured: 29.922 mm (+0.122 mm), at rest at 8.3e-8 m/s.
+    # is the continuous limit). Measured: 29.922 mm (+0.122 mm), at rest at 8.3e-8 m/s; bounds 3×.
     r = V.run_slide_to_stop(v0=0.5, mu=0.4)
     expected = V.implicit_euler_stop_distance(0.5, 0.4, V.REALTIME["dt"])
-    assert abs(r["distance"] - expected) < 3.9e-4, (r["distance"], expected)
+    assert abs(r["distance"] - expected) < 3.7e-4, (r["distance"], expected)
     assert r["speed"] < 2.5e-7
 
 
@@ -64,7 +64,8 @@ def test_frictional_impact_of_a_soft_cube_is_stable_and_comes_to_rest():
 # particle speed and the start residual per row of each step. Measured at 4 × 20 / 20 ms 4 × 40: tip −3.55e-4 /
 # −3.49e-4, swing 2.7e-5 / 1.4e-5 of the tip, 4.7e-8 / 3.9e-8 m/s, 1.6e-7 / 6.6e-8 m/s per row (before the assembled
 # elastic product of 238e979, the same round-off-level quantities were swing 3.5e-5 / 9.4e-6, 7.7e-8 / 5.3e-8 m/s: each
-# bound is 3× the larger).
+# bound is 3× the larger). The 20 ms, 4 × 40 case shows that the check also holds at a coarser step (h²·k/m 5.8× as
+# large, so the linear solves are harder) given twice the linear iterations.
 @pytest.mark.parametrize(
     "dt, linear_iterations, bounds",
     [(1.0 / 120.0, 20, (1.1e-3, 1.1e-4, 2.3e-7, 4.8e-7)), (0.02, 40, (1.1e-3, 4.3e-5, 1.6e-7, 2.0e-7))],

@@ -129,7 +129,7 @@ def test_one_frame_from_the_recorded_checkpoint_matches_the_recorded_kernels():
     sim, data = recorded_frame()
     now = end_of_frame(sim)
     # how far float32 round-off alone carries the frame: one ulp (1.2e-7) up or down in the checkpoint's positions,
-    # particle velocities or body velocities (measured at fd464fc: up to 1.5e-6 / 3.2e-3 / 2.9e-5 / 5.3e-3 of the
+    # particle velocities or body velocities (measured on the CPU: up to 1.6e-6 / 3.2e-3 / 7.4e-6 / 1.1e-3 of the
     # scales of particle_q / particle_qd / body_q / body_qd)
     spread = ulp_spread(end_of_frame, now, ("particle_q", "particle_qd", "body_qd"))
     for name, value in now.items():
