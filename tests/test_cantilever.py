@@ -39,8 +39,9 @@ def settle(mesh, nu, steps, dt=1.0 / 120.0, linear_iterations=20):
 
 # Both meshes at the paper's budget (4 × 20): the primal FEM step's coarse level carries the clamp's support along the
 # beam (the earlier dual solver needed 60 PCR iterations for the 16×2×2 beam; docs/solver.md).
-# measured after 2 s at the budget: tip −9.8e-6 / −8.0e-5 of the FEM's (+4.1e-5 / −6.7e-5 before the assembled elastic
-# product of 238e979: round-off), swing over the last 0.5 s 2.4e-4 / 5.2e-5 of it (2.8e-4 / 4.8e-5 before)
+# measured after 2 s at the budget: tip −9.8e-6 / −8.0e-5 of the FEM's (+4.1e-5 / −6.7e-5 with a tet-by-tet elastic
+# product instead of the assembled one: round-off), swing over the last 0.5 s 2.4e-4 / 5.2e-5 of it (2.8e-4 / 4.8e-5
+# with the tet-by-tet product)
 @pytest.mark.parametrize("n, tip_bound, swing_bound", [(1, 1.2e-4, 8.5e-4), (2, 2.4e-4, 1.6e-4)])
 def test_cantilever_matches_linear_fem(n, tip_bound, swing_bound):
     mesh = beam_mesh(n)

@@ -62,10 +62,10 @@ def test_frictional_impact_of_a_soft_cube_is_stable_and_comes_to_rest():
 # tip against the linear-FEM solve of the mesh (the floor of both budgets is the corotated beam's geometric
 # nonlinearity, not the solver: 8 × 100 gives the same), the swing over the last 0.5 s, then 0.5 s more: the largest
 # particle speed and the start residual per row of each step. Measured at 4 × 20 / 20 ms 4 × 40: tip −3.55e-4 /
-# −3.49e-4, swing 2.7e-5 / 1.4e-5 of the tip, 4.7e-8 / 3.9e-8 m/s, 1.6e-7 / 6.6e-8 m/s per row (before the assembled
-# elastic product of 238e979, the same round-off-level quantities were swing 3.5e-5 / 9.4e-6, 7.7e-8 / 5.3e-8 m/s: each
-# bound is 3× the larger). The 20 ms, 4 × 40 case shows that the check also holds at a coarser step (h²·k/m 5.8× as
-# large, so the linear solves are harder) given twice the linear iterations.
+# −3.49e-4, swing 2.7e-5 / 1.4e-5 of the tip, 4.7e-8 / 3.9e-8 m/s, 1.6e-7 / 6.6e-8 m/s per row (with a tet-by-tet
+# elastic product instead of the assembled one, the same round-off-level quantities were swing 3.5e-5 / 9.4e-6,
+# 7.7e-8 / 5.3e-8 m/s: each bound is 3× the larger). The 20 ms, 4 × 40 case shows that the check also holds at a
+# coarser step (h²·k/m 5.8× as large, so the linear solves are harder) given twice the linear iterations.
 @pytest.mark.parametrize(
     "dt, linear_iterations, bounds",
     [(1.0 / 120.0, 20, (1.1e-3, 1.1e-4, 2.3e-7, 4.8e-7)), (0.02, 40, (1.1e-3, 4.3e-5, 1.6e-7, 2.0e-7))],

@@ -102,7 +102,7 @@ def test_first_newton_iteration_matches_the_recorded_kernels():
     """On the CPU, where the recording was made, within 1e-5 of each quantity's scale. A GPU rounds the same kernels
     differently (fused multiply-adds, its own division and square root), and this iteration is ill-conditioned in its
     inputs: one ulp of the checkpoint's positions moves b_v by ~9e-4 of its scale and one ulp of the body poses moves
-    the rows' preconditioned vector by ~3e-3 (the stiff rows' large, cancelling impulses; measured at 5a35375). There
+    the rows' preconditioned vector by ~3e-3 (the stiff rows' large, cancelling impulses). There
     each quantity is held to twice what one ulp up or down in the checkpoint's positions, velocities, poses or
     multipliers moves it, measured here, as the end of the frame is below."""
     sim, _ = recorded_frame()
