@@ -3,11 +3,15 @@
     pip install '.[rl]'                                   # Stable-Baselines3 and PyTorch
     python examples/train_ppo.py --out runs/ppo           # the short CPU run of docs/learning.md
     python examples/train_ppo.py --device cuda --worlds 256 --timesteps 491520 --out runs/ppo_gpu    # the full run
+    python examples/train_ppo.py --evaluate runs/ppo/policy.zip --out runs/ppo_eval    # the policy at finer budgets
 
 The task is forward speed (reward: speed along the start heading [body lengths/s] per action step); the policy sees
 the observation of docs/learning.md plus a 2 Hz clock (sin, cos), so a linear map of the clock to the four pressure
 targets is already a travelling wave. Writes ``curve.csv`` (per rollout: environment steps, mean step reward, mean
-return of the episodes that ended), ``learning_curve.png``, ``policy.zip`` and ``summary.json``.
+return of the episodes that ended), ``learning_curve.png``, ``policy.zip`` and ``summary.json``. ``--evaluate`` runs a
+trained policy (deterministic) for one episode at the training budget (4 × 20, h = 1/120 s), at 8 × 40 and at
+h = 1/240 s, and writes ``evaluation.json``: a speed the policy keeps at the finer budgets is not an artefact of the
+truncated solves or the time step.
 """
 
 from __future__ import annotations
@@ -32,7 +36,10 @@ def parse_args(argv=None):
     p.add_argument("--device", default="cpu", help="warp device of the simulation (the policy trains on the CPU)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, required=True, help="output folder")
+    p.add_argument("--evaluate", type=Path, metavar="POLICY", help="evaluate this policy.zip instead of training")
     args = p.parse_args(argv)
+    if args.evaluate is not None and not args.evaluate.is_file():
+        p.error(f"--evaluate: no policy file {args.evaluate}")
     for name in ("worlds", "timesteps", "n_steps", "action_frames"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be ≥ 1")
@@ -57,16 +64,21 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(1)  # the policy is tiny; the simulation is the cost
     cfg = SnakeConfig() if args.full else SnakeConfig().with_coarse_mesh()
-    env = SnakeVectorEnv(
-        args.worlds,
-        task=args.task,
-        config=cfg,
-        device=args.device,
-        episode_seconds=args.episode_seconds,
-        action_frames=args.action_frames,
-        clock_hz=2.0,
-    )
-    venv = VecMonitor(SB3VecEnv(env))
+
+    def make_env(config):
+        return SnakeVectorEnv(
+            args.worlds,
+            task=args.task,
+            config=config,
+            device=args.device,
+            episode_seconds=args.episode_seconds,
+            action_frames=args.action_frames,
+            clock_hz=2.0,
+        )
+
+    if args.evaluate is not None:
+        return evaluate(args, PPO.load(args.evaluate, device="cpu"), make_env, cfg, SB3VecEnv)
+    venv = VecMonitor(SB3VecEnv(make_env(cfg)))
     venv.seed(args.seed)
     curve = []
 
@@ -115,6 +127,37 @@ def main(argv=None) -> int:
     )
     model.learn(total_timesteps=args.timesteps, callback=Curve())
     write_outputs(args, curve, model)
+    return 0
+
+
+def evaluate(args, policy, make_env, cfg, wrap) -> int:
+    """One deterministic episode per budget; the mean reward per step is the mean speed [body lengths/s]."""
+    import dataclasses
+
+    finer = dataclasses.replace(cfg.solver, newton_iterations=8, linear_iterations=40)
+    budgets = {
+        "4x20, h=1/120 s (training)": cfg,
+        "8x40, h=1/120 s": dataclasses.replace(cfg, solver=finer),
+        "4x20, h=1/240 s": dataclasses.replace(cfg, substeps=2 * cfg.substeps),
+    }
+    rows = []
+    for name, config in budgets.items():
+        venv = wrap(make_env(config))
+        venv.seed(args.seed)
+        obs, total, steps, ended = venv.reset(), np.zeros(args.worlds), 0, {}
+        while True:
+            action, _ = policy.predict(obs, deterministic=True)
+            obs, reward, done, infos = venv.step(action)
+            total, steps = total + reward, steps + 1
+            if done.any():
+                ended = {k: int(sum(bool(i.get(k)) for i in infos)) for k in ("diverged", "flipped")}
+                break
+        rows.append(dict(budget=name, steps=steps, mean_speed=float(total.mean() / steps), **ended))
+        print(f"{name}: mean speed {rows[-1]['mean_speed']:+.4f} body lengths/s over {steps} steps, {ended}")
+    for r in rows[1:]:
+        r["kept"] = r["mean_speed"] / rows[0]["mean_speed"] if rows[0]["mean_speed"] else float("nan")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "evaluation.json").write_text(json.dumps(rows, indent=1) + "\n")
     return 0
 
 

@@ -44,3 +44,10 @@ def test_the_ppo_example_writes_its_learning_curve(tmp_path):
     assert rows[0].startswith("timesteps,mean_step_reward") and len(rows) == 1 + 2
     assert json.loads((tmp_path / "summary.json").read_text())["rollouts"] == 2
     assert (tmp_path / "learning_curve.png").stat().st_size > 0
+    # the trained policy at the training budget and the two finer ones: one full episode each (0.2 s at 30 Hz)
+    evaluated = tmp_path / "eval"
+    argv = ["--worlds", "2", "--episode-seconds", "0.2", "--evaluate", tmp_path / "policy.zip", "--out", evaluated]
+    assert module.main([str(a) for a in argv]) == 0
+    rows = json.loads((evaluated / "evaluation.json").read_text())
+    assert [r["steps"] for r in rows] == [6, 6, 6] and all(np.isfinite(r["mean_speed"]) for r in rows)
+    assert "kept" in rows[1] and "kept" in rows[2]
