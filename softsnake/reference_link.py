@@ -102,8 +102,8 @@ def held_link_static(
     The pressure is raised to its value in ``increments`` equal steps; at each, Newton iterations solve the KKT system
     [H Jᵀ; J −αI] of the reduced coordinates (the inner sections' particles, the last section's rigid translation and
     rotation increment) with the exact Hessian of the energy and of λ·c, until the reduced force falls below
-    ``tolerance`` × the actuation's out-of-balance force at rest. α = 1e-12 × an actuation row's compliance only
-    regularises the hard rows that are redundant at first order (the layer's, see ``tests/test_snake.py``).
+    ``tolerance`` × the actuation's out-of-balance force at rest. α = 1e-12 × an actuation row's compliance
+    regularises the KKT system (the hard rows are those of ``LinkMesh.hard_pairs``, none of them redundant).
 
     Returns dict(curvature [1/m]: yaw of the last section / link length, as ``SnakeSim.curvatures``; positions (n, 3)
     [m]; iterations (total); residual: the largest reduced force [N] at the solution)."""

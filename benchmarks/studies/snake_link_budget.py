@@ -1,7 +1,8 @@
 """Settled curvature of one full-resolution snake link at 4, 5, 6 and 8 psi for a solver budget, next to the static
-reference of the same link model (``softsnake.reference_fem.link_static_curvature``). Ramp 0.5 s, hold to 1.5 s
-(``seconds=T``: to T s); prints the curvature every 0.1 s (one world per pressure). ``youngs_scale=s`` multiplies the
-link's Young's modulus (s = 1 ± 1e-6 shows the run's float32 round-off sensitivity).
+references of the same link model without gravity, ground or wheels: linearised
+(``softsnake.reference_fem.link_static_curvature``) and exact (``softsnake.reference_link.held_link_static``). Ramp
+0.5 s, hold to 1.5 s (``seconds=T``: to T s); prints the curvature every 0.1 s (one world per pressure).
+``youngs_scale=s`` multiplies the link's Young's modulus (s = 1 ± 1e-6 shows the run's float32 round-off sensitivity).
 
     python benchmarks/studies/snake_link_budget.py                                       # default 4 × 20
     python benchmarks/studies/snake_link_budget.py seconds=4                             # hold to 4 s
@@ -19,6 +20,7 @@ import numpy as np
 
 def main(argv: list[str]) -> None:
     from softsnake.reference_fem import link_static_curvature
+    from softsnake.reference_link import held_link_static
     from softsnake.robots.snake import SnakeConfig
     from softsnake.robots.snake_sim import SnakeSim
     from softsnake.sim.model import quiet_warp
@@ -47,7 +49,8 @@ def main(argv: list[str]) -> None:
     )
     sim = SnakeSim(worlds=pressures.size, device="cpu", config=cfg)
     print("psi      ", pressures)
-    print("reference", np.round([link_static_curvature(cfg, p) for p in pressures], 3))
+    print("linearised", np.round([link_static_curvature(cfg, p) for p in pressures], 3))
+    print("exact     ", np.round([held_link_static(cfg, p, increments=16)["curvature"] for p in pressures], 3))
     for k in range(round(seconds * 60)):
         sim.set_pressure_targets(pressures[:, None] * min(1.0, sim.time / 0.5))
         sim.step()

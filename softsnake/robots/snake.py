@@ -84,9 +84,10 @@ class SnakeConfig:
     #: step
     #: that needs more raises ContactCapacityExceeded (1: a slot for every particle)
     contact_slot_fraction: float = 0.25
-    #: keep the hard perimeter rows inside the two end sections of each link, which the carriages hold rigid (redundant
-    #: rows: a null space of the multiplier system that slows the truncated solves, docs/snake.md); for replaying
-    #: recordings of a model that had them (tests/data/recorded_snake_step.npz)
+    #: keep the redundant hard rows of each link (``LinkMesh.hard_pairs``: the perimeter rows inside the two end
+    #: sections, which the carriages hold rigid, and the three inner layer fibres' last rows): a null space of the
+    #: multiplier system whose self-stress the equilibrium does not determine; for replaying recordings of a model that
+    #: had them (tests/data/recorded_snake_step.npz)
     attached_section_rows: bool = False
     #: control step [s]: one frame of ``substeps`` solver steps; the paper's h = 0.0083 s = 1/120 s, 2 per 1/60 s frame
     frame_dt: float = 1.0 / 60.0

@@ -43,15 +43,28 @@ class LinkMesh:
         return len(self.vertices) // (int(self.section.max()) + 1)
 
     def hard_pairs(self, end_sections: bool = False) -> np.ndarray:
-        """The link's hard (zero-compliance) rows: the layer's, then the perimeter's. Without ``end_sections`` the
-        pairs inside the first and the last cross-section are left out: a carriage (or a clamp) holds each end section
-        rigid, so there a row would only be redundant (a null space of the multiplier system)."""
+        """The link's hard (zero-compliance) rows, the layer's, then the perimeter's, without the redundant ones: a
+        carriage (or a clamp) holds each end section rigid, and a redundant row would add a null space to the
+        multiplier system, where its multiplier carries a self-stress that the equilibrium does not determine.
+
+        - The pairs inside the first and the last cross-section: the rigid end already holds their distances.
+        - The last segment of the three inner centre-plane fibres (the centre and the inner ring's two points on the
+          plane): each of the five fibres is a chain of rows from one rigid end section to the other, and to first
+          order the five chains constrain the ends' relative motion by two conditions only (stretch and in-plane
+          rotation), so three of their rows are redundant. The two outer fibres keep the layer inextensible.
+
+        ``end_sections=True`` gives every row (the model of recordings made before these were left out)."""
         hard = np.concatenate([self.layer_pairs, self.perimeter_pairs])
         if end_sections:
             return hard
         s = self.section
-        inside = (s[hard[:, 0]] == s[hard[:, 1]]) & np.isin(s[hard[:, 0]], (0, s.max()))
-        return hard[~inside]
+        last = s.max()
+        inside = (s[hard[:, 0]] == s[hard[:, 1]]) & np.isin(s[hard[:, 0]], (0, last))
+        radius = np.hypot(self.vertices[:, 1], self.vertices[:, 2])
+        layer = np.zeros(len(hard), bool)
+        layer[: len(self.layer_pairs)] = True
+        inner_end = layer & (s[hard[:, 1]] == last) & (radius[hard[:, 0]] < 0.75 * radius.max())
+        return hard[~(inside | inner_end)]
 
 
 def _disc(inner_ring: int, radius: float):
