@@ -89,17 +89,17 @@ def sweep():
 
 
 def test_curvature_linear_in_pressure_and_symmetric(sweep):
-    # measured on the coarse link: 1 − R² = 2.3e-3 / 2.8e-3 (0-8 / −8-0 psi), the two slopes 0.17 % apart, κ(0 psi)
-    # 1.8e-7 of κ(8 psi). The slopes and κ(0) answer float32 round-off: with Young's modulus scaled by 1 + 1e-6,
-    # 1 − 1e-6 or 1 + 2e-6, or the density or the carriage mass by 1 + 1e-6, 1 − R² reaches 3.0e-3, the slopes
-    # 1.3 % apart and κ(0) 1.7e-6 of κ(8 psi); each bound is 3× the largest of the six runs
+    # measured on the coarse link: 1 − R² = 2.5e-5 / 5.2e-5 (0-8 / −8-0 psi), the two slopes (0.5397 / 0.5408)
+    # 0.21 % apart, κ(0 psi) 8.0e-7 of κ(8 psi). They answer float32 round-off: with Young's modulus scaled by
+    # 1 + 1e-6, 1 − 1e-6 or 1 + 2e-6, or the density or the carriage mass by 1 + 1e-6, 1 − R² reaches 5.3e-5, the
+    # slopes 0.27 % apart and κ(0) 1.5e-6 of κ(8 psi); each bound is 3× the largest of the six runs
     a_pos, _, r2_pos = sweep.linear_fit(0.0, 8.0)
     a_neg, _, r2_neg = sweep.linear_fit(-8.0, 0.0)
-    assert r2_pos >= 0.991 and r2_neg >= 0.991
+    assert r2_pos >= 1 - 1.6e-4 and r2_neg >= 1 - 1.6e-4
     assert a_pos > 0 and a_neg > 0  # positive pressure (chamber 0) → positive curvature
-    assert abs(a_pos - a_neg) <= 0.039 * max(a_pos, a_neg)
+    assert abs(a_pos - a_neg) <= 8.0e-3 * max(a_pos, a_neg)
     k = sweep.curvature_per_m
-    assert abs(k[4]) < 5.1e-6 * abs(k[-1])  # no curvature without pressure
+    assert abs(k[4]) < 4.5e-6 * abs(k[-1])  # no curvature without pressure
     assert np.all(np.diff(k) > 0)
 
 
@@ -221,13 +221,13 @@ def test_default_gait_moves_forward(gait_runs):
     traj, _ = gait_runs
     d = traj.displacement()[0]
     # after the start-up from rest (pneumatic latency, the wave building up along the body; the coarse snake
-    # averages 0.0966 body lengths/s over 5–10 s, hollow link): real robots of this family crawl at 0.1–0.25 body
-    # lengths/s (docs/formulation.md §9). The speed answers float32 round-off: with Young's modulus scaled by
-    # 1 ± 1e-6 or 1 + 2e-6, or the density or the carriage mass by 1 + 1e-6, it measured 0.0957-0.0989 (2.3e-3 at
-    # most from the unperturbed run); bound 3× that spread
+    # averages 0.1011 body lengths/s over 5–10 s): real robots of this family crawl at 0.1–0.25 body lengths/s
+    # (docs/formulation.md §9). The speed answers float32 round-off: with Young's modulus scaled by 1 ± 1e-6 or
+    # 1 + 2e-6, or the density or the carriage mass by 1 + 1e-6, it measured 0.0986-0.1049 (3.8e-3 at most from the
+    # unperturbed run); bound 3× that spread. Sideways: 2.9e-3 of the forward displacement at most; bound 3×
     speed = traj.speed_body_lengths(start=5.0)[0]
-    assert abs(speed - 0.0966) < 7.0e-3, speed
-    assert d[0] > 0 and abs(d[1]) < 0.2 * d[0]  # forward along the body axis (+x: toward the head)
+    assert abs(speed - 0.1011) < 1.14e-2, speed
+    assert d[0] > 0 and abs(d[1]) < 8.7e-3 * d[0]  # forward along the body axis (+x: toward the head)
     assert np.all(np.isfinite(traj.com))
 
 
@@ -235,8 +235,9 @@ def test_offset_turns_in_opposite_directions(gait_runs):
     """φ > 0 keeps chamber 0 (bends toward +y) inflated longer: the snake turns counter-clockwise (toward +y), φ < 0
     clockwise, relative to the φ = 0 gait (whose heading drifts by its start phase). The two are not mirror images
     (−a_i(−φ) is the φ gait shifted by half a period), so the signs are checked, and that each turn stands clear of the
-    straight gait's own drift (measured on the coarse snake in 10 s: −0.002 rad straight, +0.062 / −0.066 rad relative
-    to it for φ = ±0.3, hollow link; +0.037 / −0.035 with the solid link)."""
+    straight gait's own drift (measured on the coarse snake in 10 s: +0.002 rad straight, +0.069 / −0.099 rad relative
+    to it for φ = ±0.3; over the six round-off-perturbed runs above −0.005…+0.002 straight, +0.069…+0.085 /
+    −0.080…−0.099 relative)."""
     traj, _ = gait_runs
     straight, left, right = traj.turn()
     clear = max(0.01, 3.0 * abs(straight))
@@ -248,8 +249,9 @@ def test_offset_turns_in_opposite_directions(gait_runs):
 def test_wheels_roll_without_skidding_sideways():
     """The gait's lateral loads stay inside the wheels' friction cones (μ = 1; about half of μλ_n on average), so the
     wheels roll: the mean sideways velocity of their ground contact points is a small fraction of their forward
-    speed (measured: 0.031 cm/s against 3.5 cm/s, 0.0090 of it, 0.0087-0.0145 with Young's modulus or the density
-    scaled by 1 ± 1e-6: float32 round-off; bound 3× the 0.0090). A cone projection that kicked each 30 g wheel with
+    speed (measured: 0.029 cm/s against 3.5 cm/s, 0.0082 of it, 0.0082-0.0128 with Young's modulus, the density or
+    the carriage mass scaled by 1 ± 1e-6 or 1 + 2e-6: float32 round-off; bound 3× the 0.0128). A cone projection
+    that kicked each 30 g wheel with
     its own mass made them skid sideways at 4.2 cm/s, 0.64 of their forward speed, and pushed the snake forward
     (coarse snake, 4 × 20, 0.5–1.5 s; docs/solver.md)."""
     from rigid_helpers import quat_matrix
@@ -273,7 +275,7 @@ def test_wheels_roll_without_skidding_sideways():
         contact_velocity = qd[:, :3] + np.cross(qd[:, 3:], arm)
         lateral.append(np.abs((contact_velocity * axis).sum(1)).mean())
         forward.append(np.abs((qd[:, :3] * np.cross([0.0, 0.0, 1.0], axis)).sum(1)).mean())
-    assert np.mean(lateral) < 0.027 * np.mean(forward), (np.mean(lateral), np.mean(forward))
+    assert np.mean(lateral) < 0.039 * np.mean(forward), (np.mean(lateral), np.mean(forward))
 
 
 def test_latency_changes_the_trajectory(gait_runs):
