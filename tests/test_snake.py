@@ -251,9 +251,8 @@ def test_wheels_roll_without_skidding_sideways():
     wheels roll: the mean sideways velocity of their ground contact points is a small fraction of their forward
     speed (measured: 0.029 cm/s against 3.5 cm/s, 0.0082 of it, 0.0082-0.0128 with Young's modulus, the density or
     the carriage mass scaled by 1 ± 1e-6 or 1 + 2e-6: float32 round-off; bound 3× the 0.0128). A cone projection
-    that kicked each 30 g wheel with
-    its own mass made them skid sideways at 4.2 cm/s, 0.64 of their forward speed, and pushed the snake forward
-    (coarse snake, 4 × 20, 0.5–1.5 s; docs/solver.md)."""
+    that kicked each 30 g wheel with its own mass made them skid sideways at 4.2 cm/s, 0.64 of their forward speed,
+    and pushed the snake forward (coarse snake, 4 × 20, 0.5–1.5 s; docs/solver.md)."""
     from rigid_helpers import quat_matrix
     from softsnake.robots.snake_sim import gait_targets
 
