@@ -131,7 +131,7 @@ def link_static_curvature(config, pressure_psi: float) -> float:
     stretch = abs(p) / c.youngs_modulus * length
     K_total = K + k_act * (G.T @ G)
     f = k_act * (G.T @ stretch)
-    H, _ = pair_rows(mesh.hard_pairs(end_sections=True))
+    H, _ = pair_rows(mesh.hard_pairs(keep_redundant=True))
     Kr = (T.T @ K_total @ T).tocsc()
     Hr = (H @ T).tocsc()
     # hard rows as [K Hᵀ; H −αI] with α = 1e-9 of an actuation row's compliance: regularises rows that the clamp or the

@@ -310,7 +310,7 @@ def build_snake(config: SnakeConfig) -> tuple[ModelBuilder, SnakeLayout]:
         )
         link_particles.append(ids)
         last = mesh.section.max()
-        for a, d in mesh.hard_pairs(end_sections=c.attached_section_rows):
+        for a, d in mesh.hard_pairs(keep_redundant=c.attached_section_rows):
             b.add_distance(int(ids[a]), int(ids[d]), compliance=0.0)
             chamber.append(-1)
         for (a, d), ch in zip(mesh.actuation_pairs, mesh.actuation_chamber):

@@ -42,7 +42,7 @@ class LinkMesh:
     def per_section(self) -> int:
         return len(self.vertices) // (int(self.section.max()) + 1)
 
-    def hard_pairs(self, end_sections: bool = False) -> np.ndarray:
+    def hard_pairs(self, keep_redundant: bool = False) -> np.ndarray:
         """The link's hard (zero-compliance) rows, the layer's, then the perimeter's, without the redundant ones: a
         carriage (or a clamp) holds each end section rigid, and a redundant row would add a null space to the
         multiplier system, where its multiplier carries a self-stress that the equilibrium does not determine.
@@ -53,9 +53,9 @@ class LinkMesh:
           order the five chains constrain the ends' relative motion by two conditions only (stretch and in-plane
           rotation), so three of their rows are redundant. The two outer fibres keep the layer inextensible.
 
-        ``end_sections=True`` gives every row (the model of recordings made before these were left out)."""
+        ``keep_redundant=True`` gives every row (the model of recordings made before these were left out)."""
         hard = np.concatenate([self.layer_pairs, self.perimeter_pairs])
-        if end_sections:
+        if keep_redundant:
             return hard
         s = self.section
         last = s.max()

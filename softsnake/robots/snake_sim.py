@@ -128,7 +128,6 @@ class SnakeSim:
 
         The variations live in this object and ``control`` only: checkpoints (``save``) do not carry them.
         """
-
         chosen = world_indices(worlds, self.worlds, "SnakeSim.reset_worlds")
         if chosen.size == 0:
             return
