@@ -5,8 +5,10 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   snake      Table II: ms per frame (2 steps of 1/120 s) for ¼, 1, 4, 10 snakes and snake-steps/s at 1024 snakes,
              the default step (one captured graph per step), with the paper's figures beside them
   slab       the engine slab (4,500 tets): ms per step and world-steps/s at 1, 8, 64, 256, 1024 worlds
-  blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world
-  profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing)
+  blocks     one snake at SolverConfig.block_dim 64 to 1024 lanes per world (512 and 1024 under a register cap), and
+             1024 snakes with and without the cap of 128 registers (BLOCK_VARIANTS)
+  profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing), and the linear solve's
+             phases (share and clock cycles per MINRES iteration: SolverConfig.phase_timing)
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread)
   tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels
   env        the learning environment's env-steps/s (benchmarks/bench_env.py) at 1, 16, 64, 256 worlds, coarse and full
@@ -24,7 +26,6 @@ here, carried as .gpu/):
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
 import json
 import os
@@ -106,17 +107,54 @@ def section_slab(device: str, quick: bool) -> dict:
     return dict(rows=rows)
 
 
-def section_blocks(device: str, quick: bool) -> dict:
-    from softsnake.experiments.bench import bench_snakes
-    from softsnake.robots.snake import SnakeConfig
+#: (lanes per world, register cap or None, snakes) of the blocks section: block sizes for one snake, and the cap that
+#: gives two 256-lane worlds per multiprocessor on a batch (kernels/block.py, stage_register_cap)
+BLOCK_VARIANTS = (
+    (64, None, 1),
+    (128, None, 1),
+    (256, None, 1),
+    (256, 128, 1),
+    (512, 128, 1),
+    (1024, 64, 1),
+    (256, None, 1024),
+    (256, 128, 1024),
+)
 
+_BLOCK_RUN = """
+import dataclasses, json, sys
+from softsnake.experiments.bench import bench_snakes
+from softsnake.robots.snake import SnakeConfig
+lanes, snakes, frames = (int(a) for a in sys.argv[1:4])
+cfg = SnakeConfig()
+cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=lanes))
+print(json.dumps(bench_snakes(snakes, frames, device=sys.argv[4], config=cfg)))
+"""
+
+
+def section_blocks(device: str, quick: bool) -> dict:
+    """One snake at 64 to 1024 lanes per world and 1024 snakes with and without a register cap, each variant in a
+    process of its own (the cap is a module option, read when the kernels are imported)."""
     out = {}
-    for lanes in (64, 128, 256):
-        cfg = SnakeConfig()
-        cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=lanes))
-        r = bench_snakes(1, 20 if quick else 120, device=device, config=cfg)
-        out[str(lanes)] = r["ms_total"]
-        print(f"  block_dim {lanes}: {r['ms_total']:.2f} ms/frame", flush=True)
+    for lanes, cap, snakes in BLOCK_VARIANTS:
+        env = dict(os.environ)
+        env.pop("SOFTSNAKE_CUDA_MAX_REGISTERS", None)
+        if cap is not None:
+            env["SOFTSNAKE_CUDA_MAX_REGISTERS"] = str(cap)
+        frames = (5 if quick else 30) if snakes > 1 else (20 if quick else 120)
+        name = f"{lanes} lanes, cap {cap or 'none'}, {snakes} snake{'s' if snakes > 1 else ''}"
+        run = subprocess.run(
+            [sys.executable, "-P", "-c", _BLOCK_RUN, str(lanes), str(snakes), str(frames), device],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        if run.returncode != 0:
+            out[name] = dict(error=run.stderr.strip().splitlines()[-1:] or ["failed"])
+            print(f"  {name}: failed: {out[name]['error']}", flush=True)
+            continue
+        r = json.loads(run.stdout.strip().splitlines()[-1])
+        out[name] = dict(ms_per_frame=r["ms_total"], snake_steps_per_s=2e3 * snakes / r["ms_total"])
+        print(f"  {name}: {r['ms_total']:.2f} ms/frame, {out[name]['snake_steps_per_s']:.0f} snake-steps/s", flush=True)
     return out
 
 
@@ -124,7 +162,7 @@ def section_profile(device: str, quick: bool) -> dict:
     import warp as wp
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from profile_step import device_kernel_times, make_scene
+    from profile_step import device_kernel_times, make_scene, solve_phases
 
     advance, substeps, title, _ = make_scene("snake", device, graph_capture=False)
     for _ in range(3):
@@ -133,7 +171,9 @@ def section_profile(device: str, quick: bool) -> dict:
     times = device_kernel_times(advance, frames, wp.get_device(device))
     n = frames * substeps
     return dict(
-        scene=title, stages={k: dict(gpu_ms_per_step=t / n, launches_per_step=c / n) for k, (t, c) in times.items()}
+        scene=title,
+        stages={k: dict(gpu_ms_per_step=t / n, launches_per_step=c / n) for k, (t, c) in times.items()},
+        solve_phases=solve_phases("snake", device, frames),
     )
 
 

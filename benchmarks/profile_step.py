@@ -4,7 +4,8 @@ Each stage of the step (softsnake/sim/solver.py: predict, collide, linearise, wa
 assemble / body blocks / solve / update, finish, finalise) is one kernel over the worlds, so the per-kernel table is
 the per-stage table. Every launch is timed with a device synchronisation around it (the profiled step runs eagerly);
 the unprofiled ms/step printed first is the default step (a captured CUDA graph on a GPU). On a GPU the kernels' own
-device times (Warp's CUDA activity timing, no host synchronisation in between) are listed too.
+device times (Warp's CUDA activity timing, no host synchronisation in between) are listed too, and the linear
+solve's phases (SolverConfig.phase_timing: the clock cycles between barriers of each MINRES iteration's phases).
 
     python -P benchmarks/profile_step.py --scene slab --steps 10
     python -P benchmarks/profile_step.py --scene snake --steps 6 --device cuda --json profile.json
@@ -54,8 +55,9 @@ def timed_launches(device):
     return ctx()
 
 
-def make_scene(scene: str, device: str, graph_capture: bool):
-    """(advance one call, steps per call, description, solver); the snake advances one frame of its substeps."""
+def make_scene(scene: str, device: str, graph_capture: bool, phase_timing: bool = False):
+    """(advance one call, steps per call, description, solver); the snake advances one frame of its substeps.
+    ``phase_timing``: the solver counts the clock cycles of its linear solve's phases (SolverConfig.phase_timing)."""
     import softsnake as ss
     from softsnake.scenes import soft_slab_among_obstacles, soft_slab_on_ground, soft_slab_with_rigid_chain
 
@@ -67,7 +69,9 @@ def make_scene(scene: str, device: str, graph_capture: bool):
     if scene in slabs:
         model = slabs[scene]().finalize(device=device)
         state = model.state()
-        solver = ss.Solver(model, dt=1.0 / 120.0, check_finite=False, graph_capture=graph_capture)
+        solver = ss.Solver(
+            model, dt=1.0 / 120.0, check_finite=False, graph_capture=graph_capture, phase_timing=phase_timing
+        )
         return (
             (lambda: solver.step(state)),
             1,
@@ -80,7 +84,9 @@ def make_scene(scene: str, device: str, graph_capture: bool):
         from softsnake.robots.snake_sim import SnakeSim, gait_targets
 
         base = SnakeConfig()
-        cfg = dataclasses.replace(base, solver=dataclasses.replace(base.solver, graph_capture=graph_capture))
+        cfg = dataclasses.replace(
+            base, solver=dataclasses.replace(base.solver, graph_capture=graph_capture, phase_timing=phase_timing)
+        )
         sim = SnakeSim(worlds=1, device=device, config=cfg)
         gait = OpenLoopGait()
 
@@ -112,6 +118,29 @@ def device_kernel_times(advance, calls: int, device) -> dict[str, tuple[float, i
         out[name][0] += r.elapsed
         out[name][1] += 1
     return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def solve_phases(scene: str, device: str, calls: int) -> dict:
+    """Where the linear solve's time goes, phase by phase (SolverConfig.phase_timing: clock cycles that lane 0 of
+    each world's block counts between barriers): per phase its share of the solve and its cycles per MINRES
+    iteration, over ``calls`` calls after three to settle."""
+    advance, substeps, title, solver = make_scene(scene, device, graph_capture=False, phase_timing=True)
+    for _ in range(3):
+        advance()
+    before = solver.diagnostics().extras["solve_phase_cycles"]
+    iterations = 0
+    for _ in range(calls):
+        advance()
+        # MINRES iterations of the call's steps (its last step's count, every step of a call runs the same budget)
+        iterations += substeps * int(solver.diagnostics().linear_iterations.sum())
+    after = solver.diagnostics().extras["solve_phase_cycles"]
+    cycles = {k: float((after[k] - before[k]).sum()) for k in after}
+    total = sum(cycles.values())
+    return dict(
+        scene=title,
+        iterations=iterations,
+        phases={k: dict(share=c / total, cycles_per_iteration=c / max(iterations, 1)) for k, c in cycles.items()},
+    )
 
 
 def main() -> None:
@@ -168,6 +197,11 @@ def main() -> None:
                 f"{name[:32]:32s} {calls / n:14.1f} {t / n:12.3f} {1e3 * t / calls:10.1f} {100 * t / gpu_total:6.1f}%"
             )
         print(f"{'all':32s} {sum(c for _, c in device_kernels.values()) / n:14.1f} {gpu_total / n:12.3f}")
+    phases = solve_phases(args.scene, args.device, args.steps)
+    print(f"\nThe linear solve by phase ({phases['iterations']} MINRES iterations; lane 0's clock between barriers)")
+    print(f"{'phase':24s} {'share':>7s} {'cycles/iteration':>17s}")
+    for name, ph in phases["phases"].items():
+        print(f"{name:24s} {100 * ph['share']:6.1f}% {ph['cycles_per_iteration']:17.0f}")
     if args.json:
         from softsnake.io.files import write_json_atomic
 
@@ -184,6 +218,7 @@ def main() -> None:
                 gpu_kernels={
                     k: dict(gpu_ms_per_step=t / n, launches_per_step=c / n) for k, (t, c) in device_kernels.items()
                 },
+                solve_phases=phases,
             ),
         )
     if not np.isfinite(total):

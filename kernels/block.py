@@ -20,6 +20,7 @@ so a stage computes exactly what one launch per phase over the elements of that 
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import warp as wp
@@ -37,9 +38,27 @@ def kernels_source_digest(folder: Path | None = None) -> str:
     return digest.hexdigest()[:16]
 
 
-#: the module options of the stage modules (kernels/step_*.py): forward code only (the solver is not differentiated)
-#: and the sources' digest (kernels_source_digest)
-STAGE_MODULE_OPTIONS = {"enable_backward": False, "softsnake_kernels_source": kernels_source_digest()}
+def stage_register_cap() -> dict:
+    """The CUDA register cap of the stage kernels from the environment variable SOFTSNAKE_CUDA_MAX_REGISTERS (unset:
+    none, the compiler's choice). A GPU experiment's knob: without a cap the solve kernels take 150–255 registers
+    per lane, which leaves room for one 256-lane block per multiprocessor and none of 512; a cap of 128 allows 512
+    lanes (or two 256-lane worlds per multiprocessor), 64 allows 1024, at the cost of spills (benchmarks/gpu_check.py,
+    blocks)."""
+    value = os.environ.get("SOFTSNAKE_CUDA_MAX_REGISTERS", "").strip()
+    if not value:
+        return {}
+    if not value.isdigit() or not 16 <= int(value) <= 255:
+        raise ValueError(f"SOFTSNAKE_CUDA_MAX_REGISTERS must be an integer in [16, 255], got {value!r}")
+    return {"cuda_max_registers": int(value)}
+
+
+#: the module options of the stage modules (kernels/step_*.py): forward code only (the solver is not differentiated),
+#: the sources' digest (kernels_source_digest) and the register cap, if one is set (stage_register_cap)
+STAGE_MODULE_OPTIONS = {
+    "enable_backward": False,
+    "softsnake_kernels_source": kernels_source_digest(),
+    **stage_register_cap(),
+}
 
 
 @wp.func_native(
@@ -67,3 +86,18 @@ def block_sum(x: float) -> float:
 def block_sum_vec3(x: wp.vec3) -> wp.vec3:
     """Σ x over the lanes of the block (every lane gets the sum)."""
     return wp.tile_extract(wp.tile_sum(wp.tile(x, preserve_type=True)), 0)
+
+
+@wp.func_native(
+    """
+#if defined(__CUDA_ARCH__)
+return clock64();
+#else
+return (int64_t)__builtin_readcyclecounter();
+#endif
+"""
+)
+def block_clock() -> wp.int64:
+    """The calling lane's clock [cycles]: the SM's cycle counter on a GPU, the core's time-stamp counter on the CPU.
+    Only differences on the same lane mean anything (kernels/step_primal.py, the solve's phase timers)."""
+    ...

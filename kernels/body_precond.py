@@ -9,7 +9,9 @@ inverts it exactly with the Woodbury identity
     S̃⁻¹ = D⁻¹ − D⁻¹ J_b H⁻¹ J_bᵀ D⁻¹,     H = M_b + J_bᵀ D⁻¹ J_b,
 
 where H is block diagonal over clusters of bodies that share rows (a carriage and its wheels), so each cluster is one
-small dense Cholesky factorisation per Newton iteration.
+small dense Cholesky factorisation per Newton iteration, done by the lanes of the world one row each, and its inverse
+formed from it a column per lane, so that each application in the Krylov solve is a product with one lane per row of
+the clusters (a triangular solve is a chain of dependent steps that one lane walks while the block waits).
 """
 
 import warp as wp
@@ -36,6 +38,8 @@ class BodyBlocks:
     cluster_bodies_start: wp.array(dtype=int)
     cluster_bodies: wp.array(dtype=int)
     block_size: int
+    clusters: int
+    max_dofs: int  # the largest cluster's dofs (the factorisation's steps)
     floor: float  # ε: D ≥ ε · (body part) on every body row
 
 
@@ -284,75 +288,127 @@ def particle_body_block(
 
 
 @wp.func
-def cluster_cholesky(tid: int, bb: BodyBlocks, clusters: int, H: wp.array(dtype=wp.float64)):
-    """In-place lower Cholesky factor of cluster block ``tid`` (world-major), in float64: the hard rows' weights 1/D
-    make H far worse conditioned than float32 resolves (a tiny relative jitter keeps it definite)."""
-    w = tid // clusters
-    c = tid - w * clusters
+def cluster_dof(b: BodyData, bb: BodyBlocks, q: int) -> wp.vec3i:
+    """(cluster, its block's offset in a world, local dof) of a world's body dof q = 6·body + component: the lanes
+    of a world walk the clusters' dofs by q, each dof of each cluster once."""
+    i = q // 6
+    c = bb.body_cluster[i]
+    return wp.vec3i(c, bb.cluster_offset[c], 6 * bb.body_slot[i] + q - 6 * i)
+
+
+@wp.func
+def cluster_jitter(w: int, c: int, bb: BodyBlocks, H: wp.array(dtype=wp.float64), jitter: wp.array(dtype=wp.float64)):
+    """The relative jitter 10⁻¹² × the largest diagonal entry of cluster block c, added to each pivot (it keeps the
+    float64 factorisation definite: the hard rows' weights 1/D make H far worse conditioned than float32 resolves)."""
     n = bb.cluster_dofs[c]
     base = w * bb.block_size + bb.cluster_offset[c]
     big = wp.float64(0.0)
     for i in range(n):
         big = wp.max(big, H[base + i * n + i])
-    jitter = wp.float64(1.0e-12) * big
-    for j in range(n):
-        s = H[base + j * n + j] + jitter
-        for k in range(j):
-            s -= H[base + j * n + k] * H[base + j * n + k]
-        d = wp.sqrt(wp.max(s, wp.float64(1.0e-300)))
-        H[base + j * n + j] = d
-        for i in range(j + 1, n):
-            t = H[base + i * n + j]
-            for k in range(j):
-                t -= H[base + i * n + k] * H[base + j * n + k]
-            H[base + i * n + j] = t / d
+    jitter[w * bb.clusters + c] = wp.float64(1.0e-12) * big
 
 
 @wp.func
-def cluster_solve(
-    tid: int,
+def cholesky_scale_column(
+    w: int, dof: wp.vec3i, j: int, bb: BodyBlocks, H: wp.array(dtype=wp.float64), jitter: wp.array(dtype=wp.float64)
+):
+    """Step j of the right-looking Cholesky factorisation H = L Lᵀ, first half, for row i = dof[2] of its cluster:
+    L[i, j] = H[i, j] / √(H[j, j] + jitter) for i > j (the pivot is read, not written, in this half)."""
+    n = bb.cluster_dofs[dof[0]]
+    i = dof[2]
+    if j < n and i > j:
+        base = w * bb.block_size + dof[1]
+        d = wp.sqrt(wp.max(H[base + j * n + j] + jitter[w * bb.clusters + dof[0]], wp.float64(1.0e-300)))
+        H[base + i * n + j] = H[base + i * n + j] / d
+
+
+@wp.func
+def cholesky_update_row(
+    w: int, dof: wp.vec3i, j: int, bb: BodyBlocks, H: wp.array(dtype=wp.float64), jitter: wp.array(dtype=wp.float64)
+):
+    """Step j, second half, for row i = dof[2]: the trailing update H[i, k] −= L[i, j] L[k, j] for j < k ≤ i (row i
+    is this lane's alone; column j is final), and row j's pivot becomes L[j, j]."""
+    n = bb.cluster_dofs[dof[0]]
+    i = dof[2]
+    if j < n and i >= j:
+        base = w * bb.block_size + dof[1]
+        if i == j:
+            d = wp.sqrt(wp.max(H[base + j * n + j] + jitter[w * bb.clusters + dof[0]], wp.float64(1.0e-300)))
+            H[base + j * n + j] = d
+        else:
+            lij = H[base + i * n + j]
+            for k in range(j + 1, i + 1):
+                H[base + i * n + k] = H[base + i * n + k] - lij * H[base + k * n + j]
+
+
+@wp.func
+def cluster_inverse_column(
+    w: int, dof: wp.vec3i, bb: BodyBlocks, L: wp.array(dtype=wp.float64), G: wp.array(dtype=wp.float64)
+):
+    """Column q = dof[2] of G = H⁻¹ = L⁻ᵀL⁻¹ for its cluster: L z = e_q, then Lᵀ g = z, in place in G's column q
+    (one lane per column, so that a preconditioner application is a product, one lane per row)."""
+    n = bb.cluster_dofs[dof[0]]
+    q = dof[2]
+    base = w * bb.block_size + dof[1]
+    for i in range(n):  # L z = e_q (z_i = 0 above row q)
+        t = wp.float64(0.0)
+        if i == q:
+            t = wp.float64(1.0)
+        if i > q:
+            for k in range(q, i):
+                t -= L[base + i * n + k] * G[base + k * n + q]
+        G[base + i * n + q] = t / L[base + i * n + i]
+    for ii in range(n):  # Lᵀ g = z
+        i = n - 1 - ii
+        t = G[base + i * n + q]
+        for k in range(i + 1, n):
+            t -= L[base + k * n + i] * G[base + k * n + q]
+        G[base + i * n + q] = t / L[base + i * n + i]
+
+
+@wp.func
+def cluster_inverse_row(
+    w: int,
+    q: int,
     b: BodyData,
     bb: BodyBlocks,
-    clusters: int,
+    G: wp.array(dtype=wp.float64),
+    f: wp.array(dtype=wp.spatial_vector),
+    y: wp.array(dtype=float),
+):
+    """y = H⁻¹ f on body dof q of world w (f = J_bᵀ D⁻¹ r per body; y per body dof, 6 per body): row dof[2] of its
+    cluster's G times the cluster's part of f, summed in float64."""
+    dof = cluster_dof(b, bb, q)
+    c = dof[0]
+    n = bb.cluster_dofs[c]
+    row = w * bb.block_size + dof[1] + dof[2] * n
+    first = bb.cluster_bodies_start[c]
+    acc = wp.float64(0.0)
+    for k in range(n):
+        slot = k // 6
+        fk = f[w * b.body_count + bb.cluster_bodies[first + slot]]
+        acc += G[row + k] * wp.float64(fk[k - 6 * slot])
+    y[w * 6 * b.body_count + q] = float(acc)
+
+
+@wp.func
+def body_mass_times_dofs(
+    w: int,
+    i: int,
+    b: BodyData,
     h: float,
     bx_start: wp.array(dtype=wp.transform),
     bv: wp.array(dtype=wp.spatial_vector),
-    H: wp.array(dtype=wp.float64),
-    f: wp.array(dtype=wp.spatial_vector),
-    work: wp.array(dtype=wp.float64),
+    y: wp.array(dtype=float),
     impulse: wp.array(dtype=wp.spatial_vector),
 ):
-    """y = H⁻¹ f for cluster ``tid`` (f = J_bᵀ D⁻¹ r per body); writes M_b y as a body impulse, which the row
+    """M_b y of body i in world w as a body impulse (y per body dof from cluster_inverse_row), which the row
     gathers turn back into the body velocity y (they multiply by M_b⁻¹ at the same pose)."""
-    w = tid // clusters
-    c = tid - w * clusters
-    n = bb.cluster_dofs[c]
-    base = w * bb.block_size + bb.cluster_offset[c]
-    # gather the right-hand side into the work vector (same layout as the block's diagonal)
-    for q in range(bb.cluster_bodies_start[c], bb.cluster_bodies_start[c + 1]):
-        i = bb.cluster_bodies[q]
-        fi = f[w * b.body_count + i]
-        o = 6 * bb.body_slot[i]
-        for a in range(6):
-            work[base + o + a] = wp.float64(fi[a])
-    for i in range(n):  # L z = f
-        s = work[base + i]
-        for k in range(i):
-            s -= H[base + i * n + k] * work[base + k]
-        work[base + i] = s / H[base + i * n + i]
-    for ii in range(n):  # Lᵀ y = z
-        i = n - 1 - ii
-        s = work[base + i]
-        for k in range(i + 1, n):
-            s -= H[base + k * n + i] * work[base + k]
-        work[base + i] = s / H[base + i * n + i]
-    for q in range(bb.cluster_bodies_start[c], bb.cluster_bodies_start[c + 1]):
-        i = bb.cluster_bodies[q]
-        o = 6 * bb.body_slot[i]
-        y = wp.spatial_vector()
-        for a in range(6):
-            y[a] = float(work[base + o + a])
-        impulse[w * b.body_count + i] = world_mass_times(b, i, body_pose(b, i, w, bx_start, bv, h), y)
+    k = w * b.body_count + i
+    v = wp.spatial_vector()
+    for a in range(6):
+        v[a] = y[6 * k + a]
+    impulse[k] = world_mass_times(b, i, body_pose(b, i, w, bx_start, bv, h), v)
 
 
 @wp.func

@@ -13,6 +13,8 @@ JOINT = wp.constant(4)
 BODY_CONTACT = wp.constant(5)
 PARTICLE_BODY = wp.constant(6)
 FAMILY_COUNT = 7
+#: entries of a rigid body's incidence list that one lane sums before the body's chunk sums are added (BodyData)
+BODY_CHUNK = 8
 
 vec8i = wp.types.vector(length=8, dtype=wp.int32)
 
@@ -136,6 +138,12 @@ class BodyData:
     # rows acting on each body (CSR): code = 4·element + role (0 attachment, 1 joint parent, 2 joint child)
     body_incidence_start: wp.array(dtype=int)
     body_incidence: wp.array(dtype=int)
+    # the incidence lists cut into chunks (softsnake/sim/model.py, incidence_chunk), summed by separate lanes: body
+    # i's chunks are [body_chunk_start[i], body_chunk_start[i + 1]); chunk c covers entries [chunk_first[c],
+    # chunk_end[c])
+    body_chunk_start: wp.array(dtype=int)
+    chunk_first: wp.array(dtype=int)
+    chunk_end: wp.array(dtype=int)
 
     attachment_particle: wp.array(dtype=int)
     attachment_body: wp.array(dtype=int)
@@ -230,6 +238,7 @@ class StepData:
     body_v_start: wp.array(dtype=wp.spatial_vector)
     body_v: wp.array(dtype=wp.spatial_vector)
     body_impulse: wp.array(dtype=wp.spatial_vector)
+    body_chunk_sum: wp.array(dtype=wp.spatial_vector)  # J_bᵀx per incidence chunk (worlds · chunks; scratch)
     body_momentum: wp.array(dtype=wp.vec3)
     carried_body_impulse: wp.array(dtype=wp.spatial_vector)
     # rows (worlds · rows): multipliers [N s], the Newton update, right-hand side, Schur diagonal, line-search step

@@ -499,19 +499,20 @@ def project_particle_body_friction(
 
 
 @wp.func
-def body_transpose_product(
-    w: int, i: int, m: ModelData, b: BodyData, bjac: BodyJacobian, jac: Jacobian, x: wp.array(dtype=float)
+def body_transpose_range(
+    w: int, first: int, end: int, m: ModelData, b: BodyData, bjac: BodyJacobian, jac: Jacobian, x: wp.array(dtype=float)
 ) -> wp.spatial_vector:
-    """(J_bᵀ x) of body i in world w: force and torque about the body's centre [N s, N m s per unit of x], summed in
-    the order of the body's incidence list (attachments, joint rows, body contacts, particle–body contacts; no
-    atomics, so the sum is reproducible)."""
+    """Σ (J_bᵀ x) over entries [first, end) of one body's incidence list in world w: force and torque about the
+    body's centre [N s, N m s per unit of x], summed in list order (attachments, joint rows, body contacts,
+    particle–body contacts; no atomics, so the sum is reproducible). The lanes of a world sum a body's list in
+    chunks (kernels/world_rows.py, scatter_world_bodies)."""
     first_attachment = family_element0(m, ATTACHMENT)
     first_joint = family_element0(m, JOINT)
     first_body_contact = family_element0(m, BODY_CONTACT)
     first_particle_body = family_element0(m, PARTICLE_BODY)
     f = wp.vec3()
     t = wp.vec3()
-    for c in range(b.body_incidence_start[i], b.body_incidence_start[i + 1]):
+    for c in range(first, end):
         code = b.body_incidence[c]
         e = code // 4
         role = code - 4 * e

@@ -15,7 +15,7 @@ A family leaves out what does not concern it (the ``no_*`` functions). The stage
 step_primal.py and step_body_blocks.py loop over this table at code generation (``wp.static``), so a new family is
 one entry here and its functions; its element numbering and rows follow from the table (``family_row0``). Where it
 acts on particles or bodies, its Jᵀx part is a branch of ``particle_transpose_product`` (kernels/schur.py) or
-``body_transpose_product`` (kernels/rigid_contact.py), and the Model lists its incidences (softsnake/sim/model.py).
+``body_transpose_range`` (kernels/rigid_contact.py), and the Model lists its incidences (softsnake/sim/model.py).
 """
 
 import warp as wp

@@ -6,7 +6,14 @@ every row kind and unrolled took minutes to compile for CUDA.
 import warp as wp
 
 from .block import STAGE_MODULE_OPTIONS, block_sync
-from .body_precond import body_mass_block, cluster_cholesky
+from .body_precond import (
+    body_mass_block,
+    cholesky_scale_column,
+    cholesky_update_row,
+    cluster_dof,
+    cluster_inverse_column,
+    cluster_jitter,
+)
 from .data import BodyData, ModelData, StepData
 from .row_families import FAMILIES
 from .step_primal import PrimalData
@@ -23,8 +30,9 @@ def factor_body_blocks(
     s: StepData,
     p: PrimalData,
 ):
-    """H = M_b + J_bᵀ D⁻¹ J_b per cluster of bodies at the rows the solve sees, and its Cholesky factors (the rows'
-    rigid-body preconditioner, kernels/body_precond.py)."""
+    """H = M_b + J_bᵀ D⁻¹ J_b per cluster of bodies at the rows the solve sees, its Cholesky factor (a row per lane,
+    two barriers per column) and from it H⁻¹ (a column per lane): the rows' rigid-body preconditioner
+    (kernels/body_precond.py)."""
     w, lane = wp.tid()
     lanes = wp.block_dim()
     bb = p.bb
@@ -40,5 +48,16 @@ def factor_body_blocks(
     for f in range(wp.static(len(FAMILIES))):  # the H terms and D of every row acting on a body
         wp.static(FAMILIES[f].body_block)(w, lane, m, b, s, bb, p.H, p.row_d)
     block_sync()
-    for c in range(lane, p.clusters, lanes):
-        cluster_cholesky(w * p.clusters + c, bb, p.clusters, p.H)
+    for c in range(lane, bb.clusters, lanes):
+        cluster_jitter(w, c, bb, p.H, p.H_jitter)
+    block_sync()
+    dofs = 6 * n
+    for j in range(bb.max_dofs):
+        for q in range(lane, dofs, lanes):
+            cholesky_scale_column(w, cluster_dof(b, bb, q), j, bb, p.H, p.H_jitter)
+        block_sync()
+        for q in range(lane, dofs, lanes):
+            cholesky_update_row(w, cluster_dof(b, bb, q), j, bb, p.H, p.H_jitter)
+        block_sync()
+    for q in range(lane, dofs, lanes):
+        cluster_inverse_column(w, cluster_dof(b, bb, q), bb, p.H, p.H_inv)

@@ -7,8 +7,8 @@ and diagnostics call (``saddle_product``, ``saddle_preconditioner``).
 
 import warp as wp
 
-from .block import STAGE_MODULE_OPTIONS, block_sum, block_sum_vec3, block_sync
-from .body_precond import BodyBlocks, cluster_solve, woodbury_row
+from .block import STAGE_MODULE_OPTIONS, block_clock, block_sum, block_sum_vec3, block_sync
+from .body_precond import BodyBlocks, body_mass_times_dofs, cluster_inverse_row, woodbury_row
 from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
 from .minres import (
     BETA1,
@@ -105,10 +105,11 @@ class PrimalData:
     sc: wp.array(dtype=float)
     # the rows' rigid-body preconditioner (Woodbury over clusters of bodies)
     body_blocks: int
-    clusters: int
     bb: BodyBlocks
-    H: wp.array(dtype=wp.float64)
-    H_work: wp.array(dtype=wp.float64)
+    H: wp.array(dtype=wp.float64)  # per cluster H, then its Cholesky factor L
+    H_inv: wp.array(dtype=wp.float64)  # per cluster H⁻¹
+    H_jitter: wp.array(dtype=wp.float64)  # per cluster, the pivots' jitter
+    y_body: wp.array(dtype=float)  # H⁻¹ f per body dof (6 per body)
     row_d: wp.array(dtype=float)
     t_rows: wp.array(dtype=float)
     u_rows: wp.array(dtype=float)
@@ -124,6 +125,40 @@ class PrimalData:
     warm_res: wp.array(dtype=float)
     warm_scale: wp.array(dtype=float)
     momentum_balance: int
+    # the linear solve's phase timers (SolverConfig.phase_timing): clock cycles per world and phase (SOLVE_PHASES)
+    phase_timing: int
+    phase_cycles: wp.array(dtype=wp.int64)
+
+
+#: the phases of one MINRES iteration that the solve's timers tell apart (PrimalData.phase_cycles, worlds · phases)
+SOLVE_PHASES = (
+    "product_particles",  # A x_v − J_pᵀ x_l per particle
+    "product_bodies",  # J_bᵀ x_l per rigid body
+    "product_rows",  # J M⁻¹ (…) + C x_l per row
+    "lanczos",  # the Lanczos recurrence and its dot products
+    "precondition_coarse",  # the coarse correction's restriction and solve
+    "precondition_particles",  # D⁻¹ and the coarse prolongation per particle
+    "precondition_bodies",  # the rows' rigid-body part (Woodbury: J_bᵀD⁻¹r, H⁻¹, the gathers)
+    "precondition_rows",  # the rows' diagonal part
+    "update",  # the MINRES update of the iterate and its scalars
+)
+PRODUCT_PARTICLES, PRODUCT_BODIES, PRODUCT_ROWS, LANCZOS = (wp.constant(k) for k in range(4))
+PRECONDITION_COARSE, PRECONDITION_PARTICLES, PRECONDITION_BODIES, PRECONDITION_ROWS, UPDATE = (
+    wp.constant(k) for k in range(4, 9)
+)
+PHASE_COUNT = wp.constant(len(SOLVE_PHASES))
+
+
+@wp.func
+def phase_mark(w: int, lane: int, p: PrimalData, phase: int, t0: wp.int64) -> wp.int64:
+    """With p.phase_timing: the block meets at a barrier and lane 0 adds the cycles since ``t0`` to world w's
+    ``phase``; returns the clock, the next phase's start. Without timing it only reads the clock."""
+    if p.phase_timing != 0:
+        block_sync()
+        if lane == 0:
+            k = w * PHASE_COUNT + phase
+            p.phase_cycles[k] = p.phase_cycles[k] + (block_clock() - t0)
+    return block_clock()
 
 
 # --------------------------------------------------------------------------------------------------- operators
@@ -146,6 +181,7 @@ def saddle_product_world(
     matrix; kinematic particles have identity rows. mass_xv = M x_v, which the row gathers turn back into x_v."""
     lanes = wp.block_dim()
     n = m.particle_count
+    t = block_clock()
     for i in range(lane, n, lanes):
         k = w * n + i
         mp = p.mass[i]
@@ -160,10 +196,12 @@ def saddle_product_world(
         else:
             y.v[k] = x.v[k]
             p.mass_xv[k] = wp.vec3()
+    t = phase_mark(w, lane, p, PRODUCT_PARTICLES, t)
     if b.body_count > 0:
         scatter_world_bodies(w, lane, m, b, s, x.l, s.body_impulse)  # J_bᵀ x_l (ends at a barrier)
     else:
         block_sync()
+    t = phase_mark(w, lane, p, PRODUCT_BODIES, t)
     if negate_rows != 0:
         gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, p.g, WITHOUT_TETS)
         R = m.row_count
@@ -173,6 +211,7 @@ def saddle_product_world(
         block_sync()
     else:
         gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, y.l, WITHOUT_TETS)
+    phase_mark(w, lane, p, PRODUCT_ROWS, t)
 
 
 @wp.func
@@ -184,6 +223,7 @@ def saddle_preconditioner_world(
     (kernels/body_precond.py)."""
     lanes = wp.block_dim()
     n = m.particle_count
+    t = block_clock()
     if p.use_coarse != 0:
         for j in range(lane, p.nodes, lanes):
             coarse_restrict(
@@ -205,6 +245,7 @@ def saddle_preconditioner_world(
         for k in range(lane, dofs, lanes):
             coarse_solve(w * dofs + k, p.nodes, p.node_body, p.node_first, p.inverse_start, p.inverse, p.rc4, p.yc)
         block_sync()
+    t = phase_mark(w, lane, p, PRECONDITION_COARSE, t)
     for i in range(lane, n, lanes):
         precondition_particle(
             w * n + i,
@@ -221,6 +262,7 @@ def saddle_preconditioner_world(
             r.v,
             z.v,
         )
+    t = phase_mark(w, lane, p, PRECONDITION_PARTICLES, t)
     R = m.row_count
     if p.body_blocks != 0:
         # t = D⁻¹ r is needed only on the rows that act on bodies, the last families of each world
@@ -229,22 +271,14 @@ def saddle_preconditioner_world(
             p.t_rows[w * R + k] = r.l[w * R + k] / p.row_d[w * R + k]
         block_sync()
         scatter_world_bodies(w, lane, m, b, s, p.t_rows, p.f_body)
-        for c in range(lane, p.clusters, lanes):
-            cluster_solve(
-                w * p.clusters + c,
-                b,
-                p.bb,
-                p.clusters,
-                s.h,
-                s.body_x_start,
-                s.body_v,
-                p.H,
-                p.f_body,
-                p.H_work,
-                p.imp_body,
-            )
+        for q in range(lane, 6 * b.body_count, lanes):  # y = H⁻¹ f, a row per lane
+            cluster_inverse_row(w, q, b, p.bb, p.H_inv, p.f_body, p.y_body)
+        block_sync()
+        for i in range(lane, b.body_count, lanes):
+            body_mass_times_dofs(w, i, b, s.h, s.body_x_start, s.body_v, p.y_body, p.imp_body)
         block_sync()
         gather_world_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, BODY_FAMILIES)
+        t = phase_mark(w, lane, p, PRECONDITION_BODIES, t)
         for k in range(lane, p.free_rows, lanes):
             woodbury_row(w * R + row_index(k, p.skip_start, p.skip_count), r.l, p.u_rows, p.row_d, z.l)
     else:
@@ -252,6 +286,7 @@ def saddle_preconditioner_world(
             i = w * R + row_index(k, p.skip_start, p.skip_count)
             z.l[i] = r.l[i] / s.diag[i]
     block_sync()
+    phase_mark(w, lane, p, PRECONDITION_ROWS, t)
 
 
 @wp.kernel
@@ -485,15 +520,19 @@ def minres_solve_world(
         r = p.b
         if k >= 0:
             saddle_product_world(w, lane, m, b, s, p, p.v, p.y, 0)
+            t = block_clock()
             alfa = minres_lanczos(w, lane, n, R, p.skip_start, p.skip_count, -1.0, sc, p.v, p.y, p.r1, p.r2)
             block_sync()
+            phase_mark(w, lane, p, LANCZOS, t)
             r = p.r2
         saddle_preconditioner_world(w, lane, m, b, s, p, r, p.y)
+        t = block_clock()
         if k < 0:
             sc = minres_start(w, lane, n, R, p.skip_start, p.skip_count, p.b, p.y, p.x, p.r1, p.r2, p.w1, p.w2, p.v)
         else:
             sc = minres_update(w, lane, n, R, p.skip_start, p.skip_count, alfa, sc, p.r2, p.y, p.v, p.w1, p.w2, p.x)
         block_sync()
+        phase_mark(w, lane, p, UPDATE, t)
         if k >= 0 and s.linear_tolerance > 0.0 and sc.phibar <= s.linear_tolerance * sc.beta1:
             done = k + 1
             break

@@ -12,7 +12,7 @@ from .block import block_sync
 from .data import ATTACHMENT, BodyData, ModelData, StepData
 from .integrate import apply_particle_impulse
 from .rigid import apply_body_impulse
-from .rigid_contact import body_transpose_product
+from .rigid_contact import body_transpose_range
 from .row_families import ASSEMBLY_ORDER, FAMILIES
 from .schur import particle_transpose_product
 
@@ -85,9 +85,21 @@ def scatter_world_bodies(
     x: wp.array(dtype=float),
     impulse: wp.array(dtype=wp.spatial_vector),
 ):
-    """impulse = J_bᵀx per rigid body of world w (one lane per body, its incidence list in order)."""
-    for i in range(lane, b.body_count, wp.block_dim()):
-        impulse[w * b.body_count + i] = body_transpose_product(w, i, m, b, s.bjac, s.jac, x)
+    """impulse = J_bᵀx per rigid body of world w: one lane per chunk of a body's incidence list (its entries in
+    order), then one lane per body adds its chunks in order, so the sum is the same whatever the block size. A body
+    glued by dozens of rows would otherwise keep one lane walking its whole list while the block waits."""
+    lanes = wp.block_dim()
+    chunks = b.body_chunk_start[b.body_count]
+    for c in range(lane, chunks, lanes):
+        s.body_chunk_sum[w * chunks + c] = body_transpose_range(
+            w, b.chunk_first[c], b.chunk_end[c], m, b, s.bjac, s.jac, x
+        )
+    block_sync()
+    for i in range(lane, b.body_count, lanes):
+        acc = wp.spatial_vector()
+        for c in range(b.body_chunk_start[i], b.body_chunk_start[i + 1]):
+            acc += s.body_chunk_sum[w * chunks + c]
+        impulse[w * b.body_count + i] = acc
     block_sync()
 
 

@@ -408,3 +408,29 @@ def test_scaled_warm_start_keeps_the_carried_multipliers_that_lower_the_first_re
     dropped, _ = first_residual(False, 0.0)
     assert scale[0] < 0.9 and 0.0 <= scale.min() and scale.max() <= 1.0
     assert np.all(scaled <= np.minimum(as_carried, dropped) * 1.001), (scaled, as_carried, dropped, scale)
+
+
+def test_phase_timers_count_every_phase_and_leave_the_step_alone():
+    """SolverConfig.phase_timing: each world's block counts its clock cycles in every phase of the linear solve (the
+    GPU profile of benchmarks/profile_step.py; the CPU's time-stamp counter here), and the step's results are those
+    of a step without the timers, bit for bit (the timers add barriers and clock reads only)."""
+    import dataclasses
+
+    from softsnake.kernels.step_primal import SOLVE_PHASES
+    from softsnake.robots.snake import SnakeConfig
+    from softsnake.robots.snake_sim import SnakeSim
+
+    out = {}
+    for timing in (False, True):
+        cfg = SnakeConfig().with_coarse_mesh()
+        cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, phase_timing=timing))
+        sim = SnakeSim(worlds=2, device=TEST_DEVICE, config=cfg)
+        sim.set_pressure_targets(np.full(sim.links, 5.0))
+        sim.step(3)
+        out[timing] = sim.state.particle_q.numpy(), sim.solver.diagnostics().extras
+    assert np.array_equal(out[False][0], out[True][0])
+    assert "solve_phase_cycles" not in out[False][1]
+    cycles = out[True][1]["solve_phase_cycles"]
+    assert list(cycles) == list(SOLVE_PHASES)
+    for name, per_world in cycles.items():
+        assert per_world.shape == (2,) and np.all(per_world > 0), name

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from softsnake.kernels.data import BodyData, ModelData, RowLayout, vec8i
+from softsnake.kernels.data import BODY_CHUNK, BodyData, ModelData, RowLayout, vec8i
 
 from .rows import ROW_FAMILIES, RowTable
 
@@ -69,6 +69,13 @@ def copy_worlds(dst: wp.array, src: wp.array, worlds: np.ndarray, world_count: i
         if run.size:
             start = int(run[0]) * block
             wp.copy(dst, src, dest_offset=start, src_offset=start, count=run.size * block)
+
+
+def incidence_chunk(device) -> int:
+    """Entries of a rigid body's incidence list that one lane sums (kernels/world_rows.py, scatter_world_bodies):
+    BODY_CHUNK on a GPU, where a body glued by dozens of rows would keep one lane walking its list while the block
+    waits; 0 (the whole list, in order) on the CPU, whose block has one lane."""
+    return BODY_CHUNK if wp.get_device(device).is_cuda else 0
 
 
 class State:
@@ -331,6 +338,14 @@ class Model:
         start, order = self._csr(np.asarray(bodies, dtype=np.int64), np.asarray(codes, dtype=np.int64), self.body_count)
         bd.body_incidence_start = arr(start, int)
         bd.body_incidence = arr(np.asarray(codes, dtype=np.int64)[order], int)
+        # each list cut into chunks that lanes of a world sum side by side (one chunk per body where a block has
+        # one lane)
+        chunk = incidence_chunk(self.device) or max(int(np.diff(start).max(initial=0)), 1)
+        firsts = [np.arange(start[i], start[i + 1], chunk) for i in range(self.body_count)]
+        bd.body_chunk_start = arr(np.concatenate([[0], np.cumsum([len(f) for f in firsts])]), int)
+        chunk_first = np.concatenate(firsts + [np.zeros(0, dtype=np.int64)])
+        bd.chunk_first = arr(chunk_first, int)
+        bd.chunk_end = arr(np.minimum(chunk_first + chunk, np.repeat(start[1:], [len(f) for f in firsts])), int)
         return bd
 
     @staticmethod

@@ -158,6 +158,8 @@ class PrimalStep:
         p.warm_scale = wp.ones(W, dtype=float, device=dev)
         self.warm_scale = p.warm_scale
         p.momentum_balance = 1 if cfg.momentum_balance else 0
+        p.phase_timing = 1 if cfg.phase_timing else 0
+        p.phase_cycles = wp.zeros(W * len(kstep.SOLVE_PHASES), dtype=wp.int64, device=dev)
         self.has_bodies = m.body_count > 0
         self._setup_body_blocks(p)
         self.data = p
@@ -192,11 +194,13 @@ class PrimalStep:
         bb.cluster_bodies_start = i32(np.concatenate([[0], np.cumsum([len(mm) for mm in members])]))
         bb.cluster_bodies = i32(np.concatenate(members) if members else np.zeros(0))
         bb.block_size = int(offset[-1])
+        bb.clusters = len(members)
+        bb.max_dofs = int(dofs.max(initial=0))
         bb.floor = 1.0e-3
         p.bb = bb
-        p.clusters = self.clusters = len(members)
-        p.H = wp.zeros(max(W * bb.block_size, 1), dtype=wp.float64, device=dev)
-        p.H_work = wp.zeros(max(W * bb.block_size, 1), dtype=wp.float64, device=dev)
+        p.H, p.H_inv = (wp.zeros(max(W * bb.block_size, 1), dtype=wp.float64, device=dev) for _ in range(2))
+        p.H_jitter = wp.zeros(max(W * bb.clusters, 1), dtype=wp.float64, device=dev)
+        p.y_body = wp.zeros(max(6 * W * nb, 1), dtype=float, device=dev)
         nr = W * m.row_count
         # u_rows: the body gathers write the same rows (those acting on a body) every time; the others stay 0
         p.row_d, p.t_rows, p.u_rows, p.zero_rows = (wp.zeros(nr, dtype=float, device=dev) for _ in range(4))
@@ -234,9 +238,13 @@ class PrimalStep:
         self._stage(kstep.finish)
 
     def diagnostic_extras(self) -> dict:
+        extras = {}
         if self.scaled_warm_start:
-            return dict(warm_start_scale=self.warm_scale.numpy().copy())
-        return {}
+            extras["warm_start_scale"] = self.warm_scale.numpy().copy()
+        if self.data.phase_timing:
+            cycles = self.data.phase_cycles.numpy().reshape(self.s.model.worlds, -1)
+            extras["solve_phase_cycles"] = dict(zip(kstep.SOLVE_PHASES, cycles.T.copy()))
+        return extras
 
     # ------------------------------------------------------------- operators
     def _saddle(self, v: wp.array, l: wp.array) -> kmr.SaddleVector:

@@ -56,6 +56,10 @@ class SimulationDiverged(FloatingPointError):
 CPU_CAPTURE = tuple(int(p) for p in wp.config.version.split(".")[:2]) >= (1, 14)
 
 
+#: the block sizes SolverConfig.block_dim takes (0: automatic)
+BLOCK_DIMS = (0, 32, 64, 128, 256, 512, 1024)
+
+
 @dataclass
 class SolverConfig:
     """Solver settings (defaults: the paper's fixed budget, 4 Newton × 20 linear iterations per step)."""
@@ -98,7 +102,8 @@ class SolverConfig:
     #: also on the CPU, with Warp's CPU capture (Warp >= 1.14; marked experimental by Warp, so off by default; the
     #: environment variable SOFTSNAKE_CPU_CAPTURE=1 turns it on). A step is ~20 launches, so it saves little.
     cpu_graph_capture: bool = field(default_factory=lambda: os.environ.get("SOFTSNAKE_CPU_CAPTURE", "") == "1")
-    #: lanes of the thread block that runs one world on a GPU (kernels/block.py; 0: 256); the CPU runs one lane
+    #: lanes of the thread block that runs one world on a GPU (kernels/block.py; 0: 256); the CPU runs one lane.
+    #: 512 and 1024 need a register cap (kernels/block.py, stage_register_cap), else the launch fails
     block_dim: int = 0
     #: "primal": tets are elastic forces of the positions and each Newton iteration solves the saddle-point system of
     #: particle velocities and the other rows' multipliers with two-level-preconditioned MINRES (docs/solver.md);
@@ -116,6 +121,11 @@ class SolverConfig:
     #: momentum residual whose sum acts as a spurious external force (a few mN on the snake, as large as its gait's
     #: net thrust; docs/solver.md, "Momentum balance"); off: keep the truncated solve's velocities
     momentum_balance: bool = True
+    #: primal FEM: count each world's clock cycles in the phases of the linear solve since the solver was built
+    #: (kernels/step_primal.py, SOLVE_PHASES; each phase then ends at a barrier of its own), read from
+    #: ``diagnostics().extras["solve_phase_cycles"]``: where a GPU's time per iteration goes
+    #: (benchmarks/profile_step.py)
+    phase_timing: bool = False
 
     def __post_init__(self):
         for name in ("newton_iterations", "linear_iterations"):
@@ -139,8 +149,8 @@ class SolverConfig:
                 raise ValueError(f"{name} must be a finite number ≥ 0, got {getattr(self, name)!r}")
         if self.fem not in ("primal", "dual"):
             raise ValueError(f"fem must be 'primal' or 'dual', got {self.fem!r}")
-        if isinstance(self.block_dim, bool) or self.block_dim not in (0, 32, 64, 128, 256):
-            raise ValueError(f"block_dim must be 0 (automatic), 32, 64, 128 or 256, got {self.block_dim!r}")
+        if isinstance(self.block_dim, bool) or self.block_dim not in BLOCK_DIMS:
+            raise ValueError(f"block_dim must be 0 (automatic), 32, 64, 128, 256, 512 or 1024, got {self.block_dim!r}")
         if isinstance(self.coarse_cells, bool) or int(self.coarse_cells) != self.coarse_cells or self.coarse_cells < 0:
             raise ValueError(f"coarse_cells must be an integer ≥ 0, got {self.coarse_cells!r}")
         if (
@@ -259,6 +269,8 @@ class Solver:
             wp.zeros(nb, dtype=wp.spatial_vector, device=dev) for _ in range(4)
         )
         s.body_momentum = wp.zeros(nb, dtype=wp.vec3, device=dev)
+        chunks = W * int(m.body_data.body_chunk_start.numpy()[-1]) if m.body_count > 0 else 0
+        s.body_chunk_sum = wp.zeros(max(chunks, 1), dtype=wp.spatial_vector, device=dev)
         s.lam, s.dlam, s.rhs, s.diag, s.back = (rows() for _ in range(5))
         s.contact_lam_n_prev = wp.zeros(W * m.contact_count, dtype=float, device=dev)
         s.body_contact_lam_n_prev = wp.zeros(W * m.body_contact_count, dtype=float, device=dev)
