@@ -222,7 +222,10 @@ class Solver:
         self._graph = None
         self._graph_key = None
         #: lanes of the block that runs one world (kernels/block.py); the CPU runs one lane per block
-        self.block_dim = (cfg.block_dim or 256) if model.device.is_cuda else 1
+        # the CPU runs one lane per block, or block_dim lanes as fibers when Warp's cooperative CPU blocks are on
+        # (wp.config.enable_cpu_blocks: ~50× slower; tests run the GPU's lane code that way, kernels/block.py)
+        cpu_lanes = cfg.block_dim if cfg.block_dim and wp.config.enable_cpu_blocks else 1
+        self.block_dim = (cfg.block_dim or 256) if model.device.is_cuda else cpu_lanes
         self.data = self._allocate()
         self.diverged_worlds: set[int] = set()
         self._fresh_world = None  # one world's carried arrays as built, for reset_worlds
