@@ -5,8 +5,9 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   snake      Table II: ms per frame (2 steps of 1/120 s) for ¼, 1, 4, 10 snakes and snake-steps/s at 1024 snakes,
              the default step (one captured graph per step), with the paper's figures beside them
   slab       the engine slab (4,500 tets): ms per step and world-steps/s at 1, 8, 64, 256, 1024 worlds
-  blocks     one snake at SolverConfig.block_dim 64 to 1024 lanes per world (512 and 1024 under a register cap), and
-             1024 snakes with and without the cap of 128 registers (BLOCK_VARIANTS)
+  blocks     one snake at SolverConfig.block_dim 64 to 1024 lanes per world (512 and 1024 under a register cap) and
+             over thread-block clusters of 2, 4 and 8 blocks, and 1024 snakes with and without a cap of 128 registers
+             (BLOCK_VARIANTS); each against the first for agreement
   profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing), and the linear solve's
              phases (share and clock cycles per MINRES iteration: SolverConfig.phase_timing)
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread)
@@ -107,41 +108,66 @@ def section_slab(device: str, quick: bool) -> dict:
     return dict(rows=rows)
 
 
-#: (lanes per world, register cap or None, snakes) of the blocks section: block sizes for one snake, and the cap that
-#: gives two 256-lane worlds per multiprocessor on a batch (kernels/block.py, stage_register_cap)
+#: (lanes per block, register cap or None, blocks per world, snakes) of the blocks section: block sizes for one snake,
+#: a world over a thread-block cluster of 2, 4 or 8 blocks (kernels/block.py, WORLD_BLOCKS), and the register cap
+#: that gives two 256-lane worlds per multiprocessor on a batch (stage_register_cap)
 BLOCK_VARIANTS = (
-    (64, None, 1),
-    (128, None, 1),
-    (256, None, 1),
-    (256, 128, 1),
-    (512, 128, 1),
-    (1024, 64, 1),
-    (256, None, 1024),
-    (256, 128, 1024),
+    (64, None, 1, 1),
+    (128, None, 1, 1),
+    (256, None, 1, 1),
+    (256, 128, 1, 1),
+    (512, 128, 1, 1),
+    (1024, 64, 1, 1),
+    (256, None, 2, 1),
+    (256, None, 4, 1),
+    (256, None, 8, 1),
+    (256, None, 1, 1024),
+    (256, 128, 1, 1024),
 )
 
 _BLOCK_RUN = """
-import dataclasses, json, sys
-from softsnake.experiments.bench import bench_snakes
+import dataclasses, json, sys, time
+import numpy as np
+import warp as wp
+from softsnake.experiments.gait import default_gait
 from softsnake.robots.snake import SnakeConfig
+from softsnake.robots.snake_sim import SnakeSim
 lanes, snakes, frames = (int(a) for a in sys.argv[1:4])
 cfg = SnakeConfig()
-cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=lanes))
-print(json.dumps(bench_snakes(snakes, frames, device=sys.argv[4], config=cfg)))
+cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=lanes, check_finite=False))
+sim = SnakeSim(worlds=snakes, device=sys.argv[4], config=cfg)
+gait = default_gait()
+def frame():
+    sim.set_pressure_targets(np.clip(gait.targets(sim.time, sim.links), -cfg.p_max_psi, cfg.p_max_psi))
+    sim.step()
+for _ in range(3):
+    frame()
+wp.synchronize_device(sim.device)
+t0 = time.perf_counter()
+for _ in range(frames):
+    frame()
+wp.synchronize_device(sim.device)
+ms = 1e3 * (time.perf_counter() - t0) / frames
+q = sim.state.particle_q.numpy()[: sim.model.particle_count]
+print(json.dumps(dict(ms_per_frame=ms, com=q.mean(axis=0).tolist())))
 """
 
 
 def section_blocks(device: str, quick: bool) -> dict:
-    """One snake at 64 to 1024 lanes per world and 1024 snakes with and without a register cap, each variant in a
-    process of its own (the cap is a module option, read when the kernels are imported)."""
+    """One snake at 64 to 1024 lanes per world and over clusters of 2 to 8 blocks, and 1024 snakes with and without
+    a register cap (BLOCK_VARIANTS), each variant in a process of its own (the cap and the cluster are module
+    options, read when the kernels are imported); per variant ms per frame, snake-steps/s and, against the first
+    variant after as many frames, the gap of world 0's centre of mass [mm] (round-off: a few µm)."""
     out = {}
-    for lanes, cap, snakes in BLOCK_VARIANTS:
+    reference = None
+    for lanes, cap, blocks, snakes in BLOCK_VARIANTS:
         env = dict(os.environ)
         env.pop("SOFTSNAKE_CUDA_MAX_REGISTERS", None)
+        env["SOFTSNAKE_WORLD_BLOCKS"] = str(blocks)
         if cap is not None:
             env["SOFTSNAKE_CUDA_MAX_REGISTERS"] = str(cap)
         frames = (5 if quick else 30) if snakes > 1 else (20 if quick else 120)
-        name = f"{lanes} lanes, cap {cap or 'none'}, {snakes} snake{'s' if snakes > 1 else ''}"
+        name = f"{lanes} lanes × {blocks} block{'s' if blocks > 1 else ''}, cap {cap or 'none'}, {snakes} snakes"
         run = subprocess.run(
             [sys.executable, "-P", "-c", _BLOCK_RUN, str(lanes), str(snakes), str(frames), device],
             env=env,
@@ -149,12 +175,16 @@ def section_blocks(device: str, quick: bool) -> dict:
             text=True,
         )
         if run.returncode != 0:
-            out[name] = dict(error=run.stderr.strip().splitlines()[-1:] or ["failed"])
+            out[name] = dict(error=run.stderr.strip().splitlines()[-3:] or ["failed"])
             print(f"  {name}: failed: {out[name]['error']}", flush=True)
             continue
         r = json.loads(run.stdout.strip().splitlines()[-1])
-        out[name] = dict(ms_per_frame=r["ms_total"], snake_steps_per_s=2e3 * snakes / r["ms_total"])
-        print(f"  {name}: {r['ms_total']:.2f} ms/frame, {out[name]['snake_steps_per_s']:.0f} snake-steps/s", flush=True)
+        row = dict(ms_per_frame=r["ms_per_frame"], snake_steps_per_s=2e3 * snakes / r["ms_per_frame"])
+        if snakes == 1:
+            reference = reference or r["com"]
+            row["com_gap_mm"] = 1e3 * float(np.linalg.norm(np.subtract(r["com"], reference)))
+        out[name] = row
+        print(f"  {name}: {row}", flush=True)
     return out
 
 

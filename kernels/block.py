@@ -1,22 +1,31 @@
-"""One thread block per world: the lane-loop convention of the solver's stage kernels, and the block barrier.
+"""One thread block (or one cluster of blocks) per world: the lane-loop convention of the solver's stage kernels, the
+world's barrier and its sums.
 
-Every stage of a step (softsnake/sim/solver.py) is one tiled launch over the worlds, ``wp.launch_tiled(dim=[worlds])``:
-block w holds world w, and its ``block_dim`` lanes share the world's work by striding over its elements,
+Every stage of a step (softsnake/sim/solver.py) is one tiled launch over the worlds,
+``wp.launch_tiled(dim=[worlds · WORLD_BLOCKS])``: blocks w · WORLD_BLOCKS … hold world w (``world_index``), and
+their lanes share the world's work by striding over its elements,
 
-    for e in range(lane, count, wp.block_dim()):
+    for e in range(lane, count, world_lanes()):
         ...
-    block_sync()
+    world_sync()
 
 so that a phase whose results another lane reads (a product scattered per tet and gathered per particle, a vector
-a reduction reads) ends at a barrier. Reductions over a world use ``wp.tile_sum(wp.tile(x))``, which synchronises
-the block itself; scalars that every lane computes from such sums (the Krylov recurrences, a line-search decision)
-stay in registers, identical in every lane, so control flow that depends on them is uniform over the block, as a
-barrier requires. Worlds never share a block, so they never influence each other.
+a reduction reads) ends at a barrier. Reductions over a world (``world_sum``, ``world_scan``) take a tile sum per
+block and add the blocks in order, and synchronise the world themselves; scalars that every lane computes from such
+sums (the Krylov recurrences, a line-search decision) stay in registers, identical in every lane, so control flow
+that depends on them is uniform over the world, as a barrier requires. Worlds never share a block, so they never
+influence each other.
+
+WORLD_BLOCKS is 1 unless SOFTSNAKE_WORLD_BLOCKS sets it: then a world's blocks form a thread-block cluster (compute
+capability ≥ 9.0), one per multiprocessor, which meet at cluster barriers (release/acquire at cluster scope) and read
+each other's block sums from shared memory (``cluster_sum``, ``cluster_scan``): a GPU experiment, for single worlds
+that one multiprocessor leaves latency-bound.
 
 On the CPU a block has one lane (block_dim = 1): the loops run in element order and the barrier compiles to nothing,
 so a stage computes exactly what one launch per phase over the elements of that world would. With Warp's cooperative
 CPU blocks on (``wp.config.enable_cpu_blocks``) the solver runs SolverConfig.block_dim lanes on the CPU as fibers of
-one thread that swap at each barrier: ~50× slower, the way the tests run a GPU's lane code without a GPU.
+one thread that swap at each barrier: ~50× slower, the way the tests run a GPU's lane code without a GPU. Clusters
+have no CPU counterpart: their native parts (the barrier, the shared-memory reads) are checked on a GPU only.
 """
 
 from __future__ import annotations
@@ -54,40 +63,166 @@ def stage_register_cap() -> dict:
     return {"cuda_max_registers": int(value)}
 
 
+def world_blocks_from_environment() -> int:
+    """Thread blocks per world from the environment variable SOFTSNAKE_WORLD_BLOCKS (unset: 1). Above 1, a world's
+    lanes span a thread-block cluster of that many blocks on a GPU of compute capability ≥ 9.0 (Hopper), one per
+    multiprocessor, which meet at cluster barriers and sum through each other's shared memory; a GPU experiment's knob
+    (benchmarks/gpu_check.py, blocks), read when the kernels are imported (a module option). The CPU runs 1."""
+    value = os.environ.get("SOFTSNAKE_WORLD_BLOCKS", "").strip() or "1"
+    if value not in ("1", "2", "4", "8", "16"):
+        raise ValueError(f"SOFTSNAKE_WORLD_BLOCKS must be 1, 2, 4, 8 or 16, got {value!r}")
+    return int(value)
+
+
+#: thread blocks per world (world_blocks_from_environment)
+WORLD_BLOCKS = world_blocks_from_environment()
+
 #: the module options of the stage modules (kernels/step_*.py): forward code only (the solver is not differentiated),
-#: the sources' digest (kernels_source_digest) and the register cap, if one is set (stage_register_cap)
+#: the sources' digest (kernels_source_digest), the register cap, if one is set (stage_register_cap), and the
+#: cluster of a world's blocks (WORLD_BLOCKS)
 STAGE_MODULE_OPTIONS = {
     "enable_backward": False,
     "softsnake_kernels_source": kernels_source_digest(),
     **stage_register_cap(),
+    **({"cluster_dim": WORLD_BLOCKS} if WORLD_BLOCKS > 1 else {}),
 }
+
+
+@wp.func
+def world_index(block: int, thread: int):
+    """(world, lane in the world) of a stage kernel's thread, from ``wp.tid()`` of a launch over worlds · WORLD_BLOCKS
+    blocks: the blocks of world w are w · WORLD_BLOCKS … (a cluster's ranks in order)."""
+    blocks = wp.static(WORLD_BLOCKS)
+    return block // blocks, (block % blocks) * wp.block_dim() + thread
+
+
+@wp.func
+def world_lanes() -> int:
+    """The lanes that share a world: block_dim × WORLD_BLOCKS (1 on the CPU unless its cooperative blocks are on)."""
+    return wp.block_dim() * wp.static(WORLD_BLOCKS)
 
 
 @wp.func_native(
     """
 #if defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ >= 900
+if (blocks > 1) {
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+    return;
+}
+#endif
 __syncthreads();
 #else
 WP_TILE_SYNC();
 #endif
 """
 )
-def block_sync():
-    """Barrier of the thread block: every lane's global-memory writes before it are visible to every lane after it.
-    Must be reached by all lanes of the block (uniform control flow)."""
+def lanes_sync(blocks: int):
+    """Barrier of ``blocks`` thread blocks (a cluster, or the block alone for 1) with release/acquire ordering."""
     ...
 
 
 @wp.func
-def block_sum(x: float) -> float:
-    """Σ x over the lanes of the block (fixed tree order; every lane gets the sum)."""
-    return wp.tile_sum(wp.tile(x))[0]
+def world_sync():
+    """Barrier of the world's lanes: every lane's global-memory writes before it are visible to every lane after it.
+    Must be reached by all lanes of the world (uniform control flow)."""
+    lanes_sync(wp.static(WORLD_BLOCKS))
+
+
+@wp.func_native(
+    """
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__shared__ float slot;
+if (threadIdx.x == 0) { slot = x; }
+asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+unsigned int local = (unsigned int)__cvta_generic_to_shared(&slot);
+float total = 0.0f;
+for (int r = 0; r < blocks; ++r) {
+    unsigned int remote;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(r));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+    total += v;
+}
+asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+return total;
+#else
+return x;
+#endif
+"""
+)
+def cluster_sum(x: float, blocks: int) -> float:
+    """Σ over the ``blocks`` blocks of a cluster of each block's ``x`` (the same in all its lanes), in rank order,
+    through the blocks' shared memory; every lane of the cluster gets the sum."""
+    ...
+
+
+@wp.func_native(
+    """
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__shared__ int slot;
+if (threadIdx.x == 0) { slot = x; }
+asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+unsigned int local = (unsigned int)__cvta_generic_to_shared(&slot);
+int before = 0;
+int total = 0;
+for (int r = 0; r < blocks; ++r) {
+    unsigned int remote;
+    int v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(r));
+    asm volatile("ld.shared::cluster.s32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
+    if (r < rank) { before += v; }
+    total += v;
+}
+asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+return wp::vec2i(before, total);
+#else
+return wp::vec2i(0, x);
+#endif
+"""
+)
+def cluster_scan(x: int, rank: int, blocks: int) -> wp.vec2i:
+    """(Σ of the blocks before ``rank``, Σ of all) over the ``blocks`` blocks of a cluster of each block's ``x``."""
+    ...
 
 
 @wp.func
-def block_sum_vec3(x: wp.vec3) -> wp.vec3:
-    """Σ x over the lanes of the block (every lane gets the sum)."""
-    return wp.tile_extract(wp.tile_sum(wp.tile(x, preserve_type=True)), 0)
+def world_sum(x: float) -> float:
+    """Σ x over the lanes of the world (fixed tree order within a block, then the blocks in order; every lane gets the
+    sum)."""
+    total = wp.tile_sum(wp.tile(x))[0]
+    if wp.static(WORLD_BLOCKS > 1):
+        total = cluster_sum(total, wp.static(WORLD_BLOCKS))
+    return total
+
+
+@wp.func
+def world_sum_vec3(x: wp.vec3) -> wp.vec3:
+    """Σ x over the lanes of the world (every lane gets the sum)."""
+    total = wp.tile_extract(wp.tile_sum(wp.tile(x, preserve_type=True)), 0)
+    if wp.static(WORLD_BLOCKS > 1):
+        blocks = wp.static(WORLD_BLOCKS)
+        total = wp.vec3(cluster_sum(total[0], blocks), cluster_sum(total[1], blocks), cluster_sum(total[2], blocks))
+    return total
+
+
+@wp.func
+def world_scan(x: int, lane: int) -> wp.vec2i:
+    """(Σ x of the lanes before ``lane``, Σ x of all lanes of the world): an exclusive scan in lane order."""
+    runs = wp.tile(x)
+    before = wp.untile(wp.tile_scan_exclusive(runs))
+    total = wp.tile_sum(runs)[0]
+    if wp.static(WORLD_BLOCKS > 1):
+        blocks = wp.static(WORLD_BLOCKS)
+        across = cluster_scan(total, lane // wp.block_dim(), blocks)
+        before += across[0]
+        total = across[1]
+    return wp.vec2i(before, total)
 
 
 @wp.func_native(

@@ -13,7 +13,7 @@ in every lane. The whole solve runs in one launch (``step_primal.newton_solve``)
 
 import warp as wp
 
-from .block import block_sum
+from .block import world_lanes, world_sum
 
 SLOTS = wp.constant(13)
 BETA, OLDB, ALFA, DBAR, EPS, OLDEPS, CS, SN, PHIBAR, PHI, DELTA, GAMMA, BETA1 = (wp.constant(i) for i in range(13))
@@ -84,7 +84,7 @@ def minres_start(
     """x = 0, r1 = r2 = b, w1 = w2 = 0 (y = P b on entry); β₁ = √(b·P·b), the Givens state of the first iteration,
     and the first Lanczos vector v = y/β₁."""
     acc = float(0.0)
-    for k in range(lane, particles, wp.block_dim()):
+    for k in range(lane, particles, world_lanes()):
         i = w * particles + k
         bk = b.v[i]
         x.v[i] = wp.vec3()
@@ -93,7 +93,7 @@ def minres_start(
         w1.v[i] = wp.vec3()
         w2.v[i] = wp.vec3()
         acc += wp.dot(bk, y.v[i])
-    for k in range(lane, rows - skip_count, wp.block_dim()):
+    for k in range(lane, rows - skip_count, world_lanes()):
         i = w * rows + row_index(k, skip_start, skip_count)
         b_ = b.l[i]
         x.l[i] = 0.0
@@ -102,17 +102,17 @@ def minres_start(
         w1.l[i] = 0.0
         w2.l[i] = 0.0
         acc += b_ * y.l[i]
-    beta1 = wp.sqrt(wp.max(block_sum(acc), 0.0))
+    beta1 = wp.sqrt(wp.max(world_sum(acc), 0.0))
     sc = MinresScalars()
     sc.beta = beta1
     sc.beta1 = beta1
     sc.phibar = beta1
     sc.cs = -1.0
     f = scale_of(beta1, beta1)
-    for k in range(lane, particles, wp.block_dim()):
+    for k in range(lane, particles, world_lanes()):
         i = w * particles + k
         v.v[i] = y.v[i] * f
-    for k in range(lane, rows - skip_count, wp.block_dim()):
+    for k in range(lane, rows - skip_count, world_lanes()):
         i = w * rows + row_index(k, skip_start, skip_count)
         v.l[i] = y.l[i] * f
     return sc
@@ -140,27 +140,27 @@ def minres_lanczos(
     if sc.oldb > 0.0:  # β_old is 0 in the first iteration (minres_start)
         c = sc.beta / sc.oldb
     acc = float(0.0)
-    for k in range(lane, particles, wp.block_dim()):
+    for k in range(lane, particles, world_lanes()):
         i = w * particles + k
         yk = y.v[i] - r1.v[i] * c
         y.v[i] = yk
         acc += wp.dot(v.v[i], yk)
-    for k in range(lane, rows - skip_count, wp.block_dim()):
+    for k in range(lane, rows - skip_count, world_lanes()):
         i = w * rows + row_index(k, skip_start, skip_count)
         y_ = row_sign * y.l[i] - r1.l[i] * c
         y.l[i] = y_
         acc += v.l[i] * y_
-    a = block_sum(acc)
+    a = world_sum(acc)
     c2 = float(0.0)
     if sc.beta > 0.0:
         c2 = a / sc.beta
-    for k in range(lane, particles, wp.block_dim()):
+    for k in range(lane, particles, world_lanes()):
         i = w * particles + k
         yk = y.v[i] - r2.v[i] * c2
         r1.v[i] = r2.v[i]
         r2.v[i] = yk
         y.v[i] = yk
-    for k in range(lane, rows - skip_count, wp.block_dim()):
+    for k in range(lane, rows - skip_count, world_lanes()):
         i = w * rows + row_index(k, skip_start, skip_count)
         y_ = y.l[i] - r2.l[i] * c2
         r1.l[i] = r2.l[i]
@@ -192,13 +192,13 @@ def minres_update(
     sc = sc_in
     beta_old = sc.beta
     acc = float(0.0)
-    for k in range(lane, particles, wp.block_dim()):
+    for k in range(lane, particles, world_lanes()):
         i = w * particles + k
         acc += wp.dot(r2.v[i], y.v[i])
-    for k in range(lane, rows - skip_count, wp.block_dim()):
+    for k in range(lane, rows - skip_count, world_lanes()):
         i = w * rows + row_index(k, skip_start, skip_count)
         acc += r2.l[i] * y.l[i]
-    beta = wp.sqrt(wp.max(block_sum(acc), 0.0))
+    beta = wp.sqrt(wp.max(world_sum(acc), 0.0))
     oldeps = sc.eps
     delta = sc.cs * sc.dbar + sc.sn * alfa
     gbar = sc.sn * sc.dbar - sc.cs * alfa
@@ -233,7 +233,7 @@ def minres_update(
     sc.phibar = phibar
     ginv = 1.0 / gamma
     f = scale_of(beta, sc.beta1)
-    for k in range(lane, particles, wp.block_dim()):
+    for k in range(lane, particles, world_lanes()):
         i = w * particles + k
         a1 = w2.v[i]
         a2 = w1.v[i]
@@ -242,7 +242,7 @@ def minres_update(
         w1.v[i] = wn
         x.v[i] = x.v[i] + wn * phi
         v.v[i] = y.v[i] * f
-    for k in range(lane, rows - skip_count, wp.block_dim()):
+    for k in range(lane, rows - skip_count, world_lanes()):
         i = w * rows + row_index(k, skip_start, skip_count)
         a1_ = w2.l[i]
         a2_ = w1.l[i]

@@ -20,6 +20,7 @@ acts on particles or bodies, its Jᵀx part is a branch of ``particle_transpose_
 
 import warp as wp
 
+from .block import world_lanes
 from .body_precond import BodyBlocks, attachment_and_joint_block, body_contact_block, particle_body_block
 from .data import (
     ATTACHMENT,
@@ -137,7 +138,7 @@ NO_FUNCTION = dict(
 @wp.func
 def particle_elements_linearise(w: int, lane: int, first: int, last: int, m_rows: ModelData, s: StepData):
     n = m_rows.element_count
-    for e in range(first + lane, last, wp.block_dim()):
+    for e in range(first + lane, last, world_lanes()):
         assemble_particle_element(
             w * n + e,
             m_rows,
@@ -176,7 +177,7 @@ def particle_elements_assemble(
     residual_base: int,
 ):
     n = m_rows.element_count
-    for e in range(first + lane, last, wp.block_dim()):
+    for e in range(first + lane, last, world_lanes()):
         assemble_particle_element(
             w * n + e,
             m_rows,
@@ -214,7 +215,7 @@ def particle_elements_gather(
     y: wp.array(dtype=float),
 ):
     n = m.element_count
-    for e in range(first + lane, last, wp.block_dim()):
+    for e in range(first + lane, last, world_lanes()):
         gather_particle_rows(w * n + e, m, s.jac, s.h, particle_impulse, x, 0, y)
 
 
@@ -363,7 +364,7 @@ def contact_gather(
 @wp.func
 def contact_project(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, active_index: int, bodies: int):
     n = m.contact_count
-    for k in range(lane, n, wp.block_dim()):
+    for k in range(lane, n, world_lanes()):
         project_friction(
             w * n + k, m, s.jac, s.shape_mu, s.lam, s.dlam, s.contact_lam_n_prev, s.active_contacts, active_index
         )
@@ -383,7 +384,7 @@ def body_rows_assemble(
     residual_base: int,
 ):
     n = b.attachment_count + b.joint_count
-    for k in range(first + lane, last, wp.block_dim()):
+    for k in range(first + lane, last, world_lanes()):
         # the Jacobians are taken at x⁻ (fixed for the step); the linearisation pass writes rows too, which the first
         # iteration writes again
         assemble_body_row(
@@ -420,7 +421,7 @@ def body_rows_gather(
     y: wp.array(dtype=float),
 ):
     n = b.attachment_count + b.joint_count
-    for k in range(first + lane, last, wp.block_dim()):
+    for k in range(first + lane, last, world_lanes()):
         gather_body_row(
             w * n + k,
             m,
@@ -451,7 +452,7 @@ def body_rows_block(
     row_d: wp.array(dtype=float),
 ):
     n = b.attachment_count + b.joint_count
-    for k in range(first + lane, last, wp.block_dim()):
+    for k in range(first + lane, last, world_lanes()):
         attachment_and_joint_block(w * n + k, m, b, s.bjac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, H)
 
 
@@ -568,7 +569,7 @@ def joint_body_block(
 def body_contact_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepData):
     """Which feature–target slots are candidates this step, with their frames, arms, friction and contact points."""
     n = b.body_contact_count
-    for k in range(lane, n, wp.block_dim()):
+    for k in range(lane, n, world_lanes()):
         assemble_body_contact(
             w * n + k,
             m_rows,
@@ -606,7 +607,7 @@ def body_contact_assemble(
     residual_base: int,
 ):
     n = b.body_contact_count
-    for k in range(lane, n, wp.block_dim()):
+    for k in range(lane, n, world_lanes()):
         assemble_body_contact(
             w * n + k,
             m_rows,
@@ -643,7 +644,7 @@ def body_contact_gather(
     y: wp.array(dtype=float),
 ):
     n = b.body_contact_count
-    for k in range(lane, n, wp.block_dim()):
+    for k in range(lane, n, world_lanes()):
         gather_body_contact(
             w * n + k, m, b, s.bjac, s.h, s.body_x_start, s.body_v, body_impulse, s.jac.row_compliance, x, y
         )
@@ -653,7 +654,7 @@ def body_contact_gather(
 def body_contact_project(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, active_index: int, bodies: int):
     if bodies != 0:
         n = b.body_contact_count
-        for k in range(lane, n, wp.block_dim()):
+        for k in range(lane, n, world_lanes()):
             project_body_friction(
                 w * n + k, m, b, s.bjac, s.lam, s.body_contact_lam_n_prev, s.dlam, s.active_contacts, active_index
             )
@@ -671,7 +672,7 @@ def body_contact_body_block(
     row_d: wp.array(dtype=float),
 ):
     n = b.body_contact_count
-    for k in range(lane, n, wp.block_dim()):
+    for k in range(lane, n, world_lanes()):
         body_contact_block(w * n + k, m, b, s.bjac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, H)
 
 
@@ -679,7 +680,7 @@ def body_contact_body_block(
 def particle_body_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepData):
     """Which particle–body-shape slots are candidates this step, with their frames, arms and friction."""
     n = m_rows.particle_body_count
-    for k in range(lane, n, wp.block_dim()):
+    for k in range(lane, n, world_lanes()):
         assemble_particle_body_contact(
             w * n + k,
             m_rows,
@@ -718,7 +719,7 @@ def particle_body_assemble(
     residual_base: int,
 ):
     n = m_rows.particle_body_count
-    for k in range(lane, n, wp.block_dim()):
+    for k in range(lane, n, world_lanes()):
         assemble_particle_body_contact(
             w * n + k,
             m_rows,
@@ -756,7 +757,7 @@ def particle_body_gather(
     y: wp.array(dtype=float),
 ):
     n = m.particle_body_count
-    for k in range(lane, n, wp.block_dim()):
+    for k in range(lane, n, world_lanes()):
         gather_particle_body_contact(
             w * n + k, m, b, s.jac, s.h, s.body_x_start, s.body_v, particle_impulse, body_impulse, x, y
         )
@@ -766,7 +767,7 @@ def particle_body_gather(
 def particle_body_project(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, active_index: int, bodies: int):
     if bodies != 0:
         n = m.particle_body_count
-        for k in range(lane, n, wp.block_dim()):
+        for k in range(lane, n, world_lanes()):
             project_particle_body_friction(
                 w * n + k, m, s.jac, s.lam, s.particle_body_lam_n_prev, s.dlam, s.active_contacts, active_index
             )
@@ -784,7 +785,7 @@ def particle_body_body_block(
     row_d: wp.array(dtype=float),
 ):
     n = m.particle_body_count
-    for k in range(lane, n, wp.block_dim()):
+    for k in range(lane, n, world_lanes()):
         particle_body_block(w * n + k, m, b, s.jac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, H)
 
 

@@ -4,7 +4,7 @@ linearise and finalise. The solver launches them in pipeline order (softsnake/si
 
 import warp as wp
 
-from .block import STAGE_MODULE_OPTIONS, block_sync
+from .block import STAGE_MODULE_OPTIONS, world_index, world_lanes, world_scan, world_sync
 from .contact_list import ShapeBvh, clear_contact_slot, contact_list_offsets, list_contact_candidates
 from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
 from .integrate import finalize_particle, predict_particle, start_multiplier
@@ -49,8 +49,9 @@ def predict(
 ):
     """x⁻, v⁻ and the prediction ṽ of every particle and body; the world's diagnostics and scratch merit zeroed; the
     carried multipliers scaled into start values."""
-    w, lane = wp.tid()
-    lanes = wp.block_dim()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
+    lanes = world_lanes()
     n = m.particle_count
     for i in range(lane, n, lanes):
         predict_particle(
@@ -97,7 +98,7 @@ def predict(
     R = m.row_count
     for r in range(lane, R, lanes):
         start_multiplier(s.lam, w * R + r, is_contact_row(m, r), s.warm_start, s.contact_warm_start)
-    block_sync()
+    world_sync()
 
 
 @wp.func
@@ -112,7 +113,7 @@ def contact_list_offsets_block(
 ):
     """The running sum of contact_list_offsets, shared by the lanes: each lane sums a contiguous run of particles,
     an exclusive scan over the lanes gives each run's start (the same offsets as a serial sum)."""
-    lanes = wp.block_dim()
+    lanes = world_lanes()
     if lanes == 1:
         contact_list_offsets(w, n, capacity, count, offset, overflow)
     else:
@@ -122,9 +123,9 @@ def contact_list_offsets_block(
         local = int(0)
         for p in range(begin, end):
             local += count[w * n + p]
-        runs = wp.tile(local)
-        start = wp.untile(wp.tile_scan_exclusive(runs))
-        total = wp.tile_sum(runs)[0]
+        scan = world_scan(local, lane)
+        start = scan[0]
+        total = scan[1]
         for p in range(begin, end):
             offset[w * n + p] = start
             start += count[w * n + p]
@@ -136,7 +137,7 @@ def contact_list_offsets_block(
 def world_candidates(w: int, lane: int, m: ModelData, s: StepData, c: ContactListData, write: int):
     """One pass of world ``w``'s particles over their contact candidates (kernels/contact_list.py): count them
     (write = 0) or write them into their slots (write = 1)."""
-    for p in range(lane, m.particle_count, wp.block_dim()):
+    for p in range(lane, m.particle_count, world_lanes()):
         list_contact_candidates(
             w * m.particle_count + p,
             m,
@@ -173,8 +174,9 @@ def collide(
     candidates are counted per particle, given consecutive slots per world, and written with the multipliers they
     carried; then every contact's frame at the linearisation point, and the candidates of the rigid-body contact
     slots (world_rows.contacts_world)."""
-    w, lane = wp.tid()
-    lanes = wp.block_dim()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
+    lanes = world_lanes()
     n = m.particle_count
     K = m.contact_count
     R = m.row_count
@@ -186,16 +188,16 @@ def collide(
         c.old_num[w * n + p] = s.jac.contact_num[w * n + p]
     for r in range(lane, R, lanes):
         c.lam_prev[w * R + r] = s.lam[w * R + r]
-    block_sync()
+    world_sync()
     world_candidates(w, lane, m, s, c, 0)  # count
-    block_sync()
+    world_sync()
     contact_list_offsets_block(w, lane, n, K, c.count, c.offset, c.overflow)
-    block_sync()
+    world_sync()
     for k in range(lane, K, lanes):
         clear_contact_slot(w * K + k, m, s.jac, s.lam, s.contact_lam_n_prev)
-    block_sync()
+    world_sync()
     world_candidates(w, lane, m, s, c, 1)  # write
-    block_sync()
+    world_sync()
     contacts_world(w, lane, m, b, s)
 
 
@@ -209,7 +211,8 @@ def linearise(
     s: StepData,
 ):
     """The bilateral and elastic rows' Jacobians of the step (world_rows.linearise_world_rows)."""
-    w, lane = wp.tid()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
     linearise_world_rows(w, lane, m_rows, m_attach, b, s)
 
 
@@ -222,10 +225,11 @@ def finalize(
     s: StepData,
 ):
     """x⁺ = x⁻ + h v⁺ (bodies: pose from the velocity) into the call's State; non-finite or runaway worlds flagged."""
-    w, lane = wp.tid()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
     n = m.particle_count
-    for i in range(lane, n, wp.block_dim()):
+    for i in range(lane, n, world_lanes()):
         finalize_particle(w * n + i, n, s.h, s.max_speed, s.x_start, s.v, s.particle_q, s.particle_qd, s.nonfinite)
     n = b.body_count
-    for i in range(lane, n, wp.block_dim()):
+    for i in range(lane, n, world_lanes()):
         finalize_body(w * n + i, n, s.h, s.max_speed, s.body_x_start, s.body_v, s.body_q, s.body_qd, s.nonfinite)

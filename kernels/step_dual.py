@@ -8,7 +8,7 @@ recurrence from block sums in a fixed order, and a world whose residual fell bel
 
 import warp as wp
 
-from .block import STAGE_MODULE_OPTIONS, block_sum, block_sync
+from .block import STAGE_MODULE_OPTIONS, world_index, world_lanes, world_sum, world_sync
 from .data import BodyData, ModelData, StepData
 from .row_families import ALL_FAMILIES
 from .step_common import is_contact_row
@@ -50,9 +50,9 @@ def schur_product_world(
     gather_world_rows(w, lane, m, b, s, s.impulse, s.body_impulse, x, y, ALL_FAMILIES)
     R = m.row_count
     acc = float(0.0)
-    for k in range(lane, R, wp.block_dim()):
+    for k in range(lane, R, world_lanes()):
         acc += x[w * R + k] * y[w * R + k]
-    return block_sum(acc)
+    return world_sum(acc)
 
 
 @wp.func
@@ -73,9 +73,9 @@ def assemble_world(
 def update_world(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, x: wp.array(dtype=float)):
     """λ += x and v += M⁻¹Jᵀx (particles and bodies)."""
     R = m.row_count
-    for r in range(lane, R, wp.block_dim()):
+    for r in range(lane, R, world_lanes()):
         s.lam[w * R + r] = s.lam[w * R + r] + x[w * R + r]
-    block_sync()
+    world_sync()
     apply_world_impulses(w, lane, m, b, s, x)
 
 
@@ -92,9 +92,9 @@ def assemble_with_line_search(w: int, lane: int, m: ModelData, b: BodyData, s: S
             newton_iteration = wp.min(it, s.newton_iterations - 1)
         assemble_world(w, lane, m, b, s, newton_iteration, s.residual_sq, it * s.worlds)
         if k == 0 and merit_grew(w, s, it):
-            for r in range(lane, R, wp.block_dim()):
+            for r in range(lane, R, world_lanes()):
                 s.back[w * R + r] = -0.5 * s.dlam[w * R + r]
-            block_sync()
+            world_sync()
             update_world(w, lane, m, b, s, s.back)
             restart_merit(w, lane, s, it)
             passes = 2
@@ -113,8 +113,9 @@ def warm_start(
     """The carried impulses applied through this step's Jacobians (v = ṽ + M⁻¹Jᵀλ): contact impulses as carried,
     bilateral ones as s·λ with the s ∈ [0, 1] that minimises the P-norm of the first residual along them
     (φ(s) = φ₀ + s·Aλ, exact for linear rows): a reapplied impulse also reapplies the previous step's solve error."""
-    w, lane = wp.tid()
-    lanes = wp.block_dim()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
+    lanes = world_lanes()
     R = m.row_count
     if d.warm_scaled == 0:
         if s.warm_start > 0.0 or s.contact_warm_start > 0.0:
@@ -128,7 +129,7 @@ def warm_start(
         else:
             d.p[k] = lam
             s.lam[k] = 0.0
-    block_sync()
+    world_sync()
     apply_world_impulses(w, lane, m, b, s, s.lam)
     assemble_world(w, lane, m, b, s, 0, s.scratch_residual, 0)
     schur_product_world(w, lane, m, b, s, d.p, d.Ap)
@@ -139,8 +140,8 @@ def warm_start(
         dk = d.Ap[k]
         acc_bd += s.rhs[k] * dk / s.diag[k]
         acc_dd += dk * dk / s.diag[k]
-    bd = block_sum(acc_bd)
-    dd = block_sum(acc_dd)
+    bd = world_sum(acc_bd)
+    dd = world_sum(acc_dd)
     scale = float(0.0)
     if dd > 0.0:
         scale = wp.clamp(bd / dd, 0.0, 1.0)
@@ -149,7 +150,7 @@ def warm_start(
         c = scale * d.p[k]
         d.p[k] = c
         s.lam[k] = s.lam[k] + c
-    block_sync()
+    world_sync()
     apply_world_impulses(w, lane, m, b, s, d.p)
 
 
@@ -164,7 +165,8 @@ def newton_assemble(
     it: int,
 ):
     """Newton iteration ``it``: the rows at the iterate; from the second iteration on, the line search."""
-    w, lane = wp.tid()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
     assemble_with_line_search(w, lane, m, b, s, it)
 
 
@@ -182,8 +184,9 @@ def newton_solve(
 ):
     """PCR on [J M⁻¹ Jᵀ + C] Δλ = rhs (Δλ in s.dlam), every iteration in this launch; a world stops once
     ‖r‖ ≤ linear_tolerance·‖b‖, and a world already below the Newton tolerance makes no update."""
-    w, lane = wp.tid()
-    lanes = wp.block_dim()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
+    lanes = world_lanes()
     W = s.worlds
     R = m.row_count
     L = s.linear_iterations
@@ -197,10 +200,10 @@ def newton_solve(
         d.r[k] = bk
         d.z[k] = bk / s.diag[k]
         acc += bk * bk
-    rr0 = block_sum(acc)
+    rr0 = world_sum(acc)
     if lane == 0:
         s.linear_rr[rr_base + w] = rr0
-    block_sync()
+    world_sync()
     num = float(0.0)
     num_prev = float(0.0)
     rr_k = rr0
@@ -218,7 +221,7 @@ def newton_solve(
                 d.p[i] = d.z[i] + beta * d.p[i]
                 d.Ap[i] = api
                 acc += api * api / s.diag[i]
-            den = block_sum(acc)
+            den = world_sum(acc)
             alpha = float(0.0)
             if den > 0.0 and rr_k > tol_sq * rr0:
                 alpha = num / den
@@ -231,7 +234,7 @@ def newton_solve(
                 d.r[i] = ri
                 d.z[i] = d.z[i] - alpha * api / s.diag[i]
                 acc += ri * ri
-            rr_k = block_sum(acc)
+            rr_k = world_sum(acc)
             if alpha != 0.0:
                 done += 1
             if lane == 0 and k + 1 <= L:
@@ -248,7 +251,7 @@ def newton_solve(
     if tol > 0.0 and s.residual_sq[it * W + w] <= tol * tol:
         for r in range(lane, R, lanes):
             s.dlam[w * R + r] = 0.0
-    block_sync()
+    world_sync()
 
 
 @wp.kernel
@@ -262,7 +265,8 @@ def newton_update(
     it: int,
 ):
     """λ += Δλ and v += M⁻¹JᵀΔλ."""
-    w, lane = wp.tid()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
     update_world(w, lane, m, b, s, s.dlam)
 
 
@@ -276,13 +280,14 @@ def finish(
 ):
     """After the last Newton iteration: the rows at the final iterate and the line search; friction impulses left
     outside their cone projected onto it, the change applied through M⁻¹Jᵀ."""
-    w, lane = wp.tid()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
     N = s.newton_iterations
     assemble_with_line_search(w, lane, m, b, s, N)
     if m.contact_count + b.body_contact_count + m.particle_body_count > 0:
         R = m.row_count
-        for r in range(lane, R, wp.block_dim()):
+        for r in range(lane, R, world_lanes()):
             s.dlam[w * R + r] = 0.0
-        block_sync()
+        world_sync()
         project_world_cones(w, lane, m, b, s, N - 1, 1)
         apply_world_impulses(w, lane, m, b, s, s.dlam)

@@ -7,7 +7,7 @@ and diagnostics call (``saddle_product``, ``saddle_preconditioner``).
 
 import warp as wp
 
-from .block import STAGE_MODULE_OPTIONS, block_clock, block_sum, block_sum_vec3, block_sync
+from .block import STAGE_MODULE_OPTIONS, block_clock, world_index, world_lanes, world_sum, world_sum_vec3, world_sync
 from .body_precond import BodyBlocks, body_mass_times_dofs, cluster_inverse_row, woodbury_row
 from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
 from .minres import (
@@ -154,7 +154,7 @@ def phase_mark(w: int, lane: int, p: PrimalData, phase: int, t0: wp.int64) -> wp
     """With p.phase_timing: the block meets at a barrier and lane 0 adds the cycles since ``t0`` to world w's
     ``phase``; returns the clock, the next phase's start. Without timing it only reads the clock."""
     if p.phase_timing != 0:
-        block_sync()
+        world_sync()
         if lane == 0:
             k = w * PHASE_COUNT + phase
             p.phase_cycles[k] = p.phase_cycles[k] + (block_clock() - t0)
@@ -179,7 +179,7 @@ def saddle_product_world(
     """y = [[A, −J_pᵀ], [−J_p, −S]] x for world w; with ``negate_rows = 0`` y's row part gets its negative,
     J_p x_v + S x_l (MINRES folds the sign into its Lanczos step). A x_v = M x_v + A_el x_v with the step's block
     matrix; kinematic particles have identity rows. mass_xv = M x_v, which the row gathers turn back into x_v."""
-    lanes = wp.block_dim()
+    lanes = world_lanes()
     n = m.particle_count
     t = block_clock()
     for i in range(lane, n, lanes):
@@ -200,7 +200,7 @@ def saddle_product_world(
     if b.body_count > 0:
         scatter_world_bodies(w, lane, m, b, s, x.l, s.body_impulse)  # J_bᵀ x_l (ends at a barrier)
     else:
-        block_sync()
+        world_sync()
     t = phase_mark(w, lane, p, PRODUCT_BODIES, t)
     if negate_rows != 0:
         gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, p.g, WITHOUT_TETS)
@@ -208,7 +208,7 @@ def saddle_product_world(
         for k in range(lane, p.free_rows, lanes):
             i = w * R + row_index(k, p.skip_start, p.skip_count)
             y.l[i] = -p.g[i]
-        block_sync()
+        world_sync()
     else:
         gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, y.l, WITHOUT_TETS)
     phase_mark(w, lane, p, PRODUCT_ROWS, t)
@@ -221,7 +221,7 @@ def saddle_preconditioner_world(
     """z = blockdiag(two-level A⁻¹ approximation, rows' preconditioner) r for world w: particles D⁻¹ + R P A_c⁻¹ Pᵀ Rᵀ;
     rows their Schur diagonal, or with rigid bodies (D + J_b M_b⁻¹ J_bᵀ)⁻¹ by the Woodbury identity
     (kernels/body_precond.py)."""
-    lanes = wp.block_dim()
+    lanes = world_lanes()
     n = m.particle_count
     t = block_clock()
     if p.use_coarse != 0:
@@ -240,11 +240,11 @@ def saddle_preconditioner_world(
                 r.v,
                 p.rc,
             )
-        block_sync()
+        world_sync()
         dofs = 3 * p.nodes
         for k in range(lane, dofs, lanes):
             coarse_solve(w * dofs + k, p.nodes, p.node_body, p.node_first, p.inverse_start, p.inverse, p.rc4, p.yc)
-        block_sync()
+        world_sync()
     t = phase_mark(w, lane, p, PRECONDITION_COARSE, t)
     for i in range(lane, n, lanes):
         precondition_particle(
@@ -269,14 +269,14 @@ def saddle_preconditioner_world(
         first = body_rows_start(m)
         for k in range(first + lane, R, lanes):
             p.t_rows[w * R + k] = r.l[w * R + k] / p.row_d[w * R + k]
-        block_sync()
+        world_sync()
         scatter_world_bodies(w, lane, m, b, s, p.t_rows, p.f_body)
         for q in range(lane, 6 * b.body_count, lanes):  # y = H⁻¹ f, a row per lane
             cluster_inverse_row(w, q, b, p.bb, p.H_inv, p.f_body, p.y_body)
-        block_sync()
+        world_sync()
         for i in range(lane, b.body_count, lanes):
             body_mass_times_dofs(w, i, b, s.h, s.body_x_start, s.body_v, p.y_body, p.imp_body)
-        block_sync()
+        world_sync()
         gather_world_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, BODY_FAMILIES)
         t = phase_mark(w, lane, p, PRECONDITION_BODIES, t)
         for k in range(lane, p.free_rows, lanes):
@@ -285,7 +285,7 @@ def saddle_preconditioner_world(
         for k in range(lane, p.free_rows, lanes):
             i = w * R + row_index(k, p.skip_start, p.skip_count)
             z.l[i] = r.l[i] / s.diag[i]
-    block_sync()
+    world_sync()
     phase_mark(w, lane, p, PRECONDITION_ROWS, t)
 
 
@@ -304,7 +304,8 @@ def saddle_product(
     y: SaddleVector,
 ):
     """The saddle operator on (x.v, x.l) for every world (saddle_product_world)."""
-    w, lane = wp.tid()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
     saddle_product_world(w, lane, m, b, s, p, x, y, negate_rows)
 
 
@@ -322,7 +323,8 @@ def saddle_preconditioner(
     z: SaddleVector,
 ):
     """The preconditioner on (r.v, r.l) for every world (saddle_preconditioner_world)."""
-    w, lane = wp.tid()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
     saddle_preconditioner_world(w, lane, m, b, s, p, r, z)
 
 
@@ -347,25 +349,25 @@ def assemble_world(
     scatter_world_particles(w, lane, m, s, s.lam, s.tet_force, 1, s.impulse)
     n = m.particle_count
     acc = float(0.0)
-    for i in range(lane, n, wp.block_dim()):
+    for i in range(lane, n, world_lanes()):
         acc += particle_residual(w * n + i, i, p.mass, p.diag_v, s.v, p.v_pred, s.impulse, p.b.v)
-    total = block_sum(acc)  # added to the rows' part that the assembly accumulated
+    total = world_sum(acc)  # added to the rows' part that the assembly accumulated
     if lane == 0:
         wp.atomic_add(residual_sq, residual_base + w, total)
     R = m.row_count
-    for k in range(lane, p.free_rows, wp.block_dim()):
+    for k in range(lane, p.free_rows, world_lanes()):
         i = w * R + row_index(k, p.skip_start, p.skip_count)
         p.b.l[i] = -s.rhs[i]
-    block_sync()
+    world_sync()
 
 
 @wp.func
 def apply_world_update(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, x: wp.array(dtype=float)):
     """λ += x on every row of world w and the bodies take J_bᵀx (the particles' part is the caller's)."""
     R = m.row_count
-    for r in range(lane, R, wp.block_dim()):
+    for r in range(lane, R, world_lanes()):
         s.lam[w * R + r] = s.lam[w * R + r] + x[w * R + r]
-    block_sync()
+    world_sync()
     apply_world_body_impulses(w, lane, m, b, s, x)
 
 
@@ -373,17 +375,17 @@ def apply_world_update(w: int, lane: int, m: ModelData, b: BodyData, s: StepData
 def halve_last_update(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData):
     """Take back half of the last Newton update (s.dlam, p.dv; the bodies through J_bᵀ), keeping the other half."""
     R = m.row_count
-    for r in range(lane, R, wp.block_dim()):
+    for r in range(lane, R, world_lanes()):
         s.back[w * R + r] = -0.5 * s.dlam[w * R + r]
-    block_sync()
+    world_sync()
     apply_world_update(w, lane, m, b, s, s.back)
     n = m.particle_count
-    for i in range(lane, n, wp.block_dim()):
+    for i in range(lane, n, world_lanes()):
         k = w * n + i
         half = p.dv[k] * 0.5
         s.v[k] = s.v[k] - half
         p.dv[k] = half
-    block_sync()
+    world_sync()
 
 
 @wp.func
@@ -419,13 +421,14 @@ def warm_start(
     prediction ṽ), the bodies take their part of the last cone projection and the carried multipliers, the soft bodies'
     rotations for the coarse space, and the scaled warm start of the bilateral multipliers (docs/solver.md, "Warm
     start": s ∈ [0, 1] minimising the parabola through the first residuals at s = 1, ½, 0)."""
-    w, lane = wp.tid()
-    lanes = wp.block_dim()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
+    lanes = world_lanes()
     # the step's elastic block matrix (the rotations of the linearisation are held for the step)
     n = m.tet_count
     for t in range(lane, n, lanes):
         rotate_gradients(w * n + t, m, s.jac, p.stiffness.rotated)
-    block_sync()
+    world_sync()
     for k in range(lane, p.stiffness.blocks_per_world, lanes):
         assemble_block(w, k, m, p.tet_lame, p.stiffness)
     n = m.particle_count
@@ -436,7 +439,7 @@ def warm_start(
         # the bodies' part of the last step's cone projection joins their prediction ṽ_b (consumed here)
         apply_body_impulse(w * nb + i, b, s.body_x_start, s.h, s.carried_body_impulse, s.body_momentum, s.body_v)
         s.carried_body_impulse[w * nb + i] = wp.spatial_vector()
-    block_sync()
+    world_sync()
     if s.warm_start > 0.0 or s.contact_warm_start > 0.0:
         apply_world_body_impulses(w, lane, m, b, s, s.lam)  # bodies: v_b = ṽ_b + M_b⁻¹J_bᵀλ (tets do not act on bodies)
     if p.use_coarse != 0:
@@ -444,7 +447,7 @@ def warm_start(
             p.rotation[w * p.soft_bodies + c] = fit_body_rotation(
                 w, c, n, p.body_start, p.body_particles, p.mass, p.rest, s.x_start
             )
-        block_sync()
+        world_sync()
     if p.warm_scaled == 0:
         return
     R = m.row_count
@@ -457,7 +460,7 @@ def warm_start(
             carried = s.lam[w * R + r]
         p.warm_carried[w * R + r] = carried
         p.warm_step[w * R + r] = -0.5 * carried
-    block_sync()
+    world_sync()
     merit = wp.vec3()
     for k in range(3 * p.warm_scaled):  # s = 1, ½, 0: two probe steps of −½λ (a loop, not unrolled: one assembly)
         if k > 0:
@@ -474,7 +477,7 @@ def warm_start(
             if bilateral_row(r, p.skip_start, p.skip_count, contact_start, contact_end, body_contact_start):
                 g = p.b.l[w * R + r]
                 acc += g * g
-        merit[k] = block_sum(acc)
+        merit[k] = world_sum(acc)
     scale = warm_start_scale(merit[0], merit[1], merit[2])
     if lane == 0:
         p.warm_scale[w] = scale
@@ -483,7 +486,7 @@ def warm_start(
     # λ's bilateral rows are now 0 (exactly: two halves of each): add s·λ_carried
     for r in range(lane, R, lanes):
         p.warm_step[w * R + r] = scale * p.warm_carried[w * R + r]
-    block_sync()
+    world_sync()
     apply_world_update(w, lane, m, b, s, p.warm_step)
 
 
@@ -500,7 +503,8 @@ def newton_assemble(
 ):
     """Newton iteration ``it``: rows and the saddle right-hand side at the iterate; from the second iteration on,
     the line search on the last update."""
-    w, lane = wp.tid()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
     assemble_with_line_search(w, lane, m, b, s, p, it)
 
 
@@ -522,7 +526,7 @@ def minres_solve_world(
             saddle_product_world(w, lane, m, b, s, p, p.v, p.y, 0)
             t = block_clock()
             alfa = minres_lanczos(w, lane, n, R, p.skip_start, p.skip_count, -1.0, sc, p.v, p.y, p.r1, p.r2)
-            block_sync()
+            world_sync()
             phase_mark(w, lane, p, LANCZOS, t)
             r = p.r2
         saddle_preconditioner_world(w, lane, m, b, s, p, r, p.y)
@@ -531,7 +535,7 @@ def minres_solve_world(
             sc = minres_start(w, lane, n, R, p.skip_start, p.skip_count, p.b, p.y, p.x, p.r1, p.r2, p.w1, p.w2, p.v)
         else:
             sc = minres_update(w, lane, n, R, p.skip_start, p.skip_count, alfa, sc, p.r2, p.y, p.v, p.w1, p.w2, p.x)
-        block_sync()
+        world_sync()
         phase_mark(w, lane, p, UPDATE, t)
         if k >= 0 and s.linear_tolerance > 0.0 and sc.phibar <= s.linear_tolerance * sc.beta1:
             done = k + 1
@@ -555,7 +559,8 @@ def newton_solve(
 ):
     """The linear solve of Newton iteration ``it`` (a world already below the Newton tolerance skips it): MINRES,
     every iteration in this launch; diagnostics in the solver's layout (residuals before and after, squared)."""
-    w, lane = wp.tid()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
     W = s.worlds
     tol = s.newton_tolerance
     if tol > 0.0 and s.residual_sq[it * W + w] <= tol * tol:
@@ -587,8 +592,9 @@ def newton_update(
     next solve balances the change through the whole body. (Contacts on rigid bodies are projected once, after the
     last iteration: projected in the loop, a wheel's tiny spin inertia turns each change into a spin kick that the
     next iteration undoes, and the iteration oscillates.)"""
-    w, lane = wp.tid()
-    lanes = wp.block_dim()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
+    lanes = world_lanes()
     W = s.worlds
     tol = s.newton_tolerance
     converged = tol > 0.0 and s.residual_sq[it * W + w] <= tol * tol
@@ -608,7 +614,7 @@ def newton_update(
             dl = 0.0
         s.dlam[k] = dl
         s.lam[k] = s.lam[k] + dl
-    block_sync()
+    world_sync()
     if it < s.newton_iterations - 1:
         project_world_cones(w, lane, m, b, s, it, 0)
     apply_world_body_impulses(w, lane, m, b, s, s.dlam)
@@ -627,8 +633,9 @@ def finish(
     free soft body's momentum balance (docs/solver.md, "Momentum balance"); the friction cone projection, whose change
     (particles and bodies) is carried into the next step's prediction instead of kicking single particles or a light
     wheel, so the implicit solve balances it through the whole structure."""
-    w, lane = wp.tid()
-    lanes = wp.block_dim()
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
+    lanes = world_lanes()
     N = s.newton_iterations
     assemble_with_line_search(w, lane, m, b, s, p, N)
     n = m.particle_count
@@ -641,16 +648,16 @@ def finish(
                 acc = wp.vec3()
                 for k in range(p.body_start[c] + lane, p.body_start[c + 1], lanes):
                     acc += p.b.v[w * n + p.body_particles[k]]
-                dv = block_sum_vec3(acc) * inv
+                dv = world_sum_vec3(acc) * inv
                 for k in range(p.body_start[c] + lane, p.body_start[c + 1], lanes):
                     i = p.body_particles[k]
                     if p.mass[i] > 0.0:
                         s.v[w * n + i] = s.v[w * n + i] + dv
-        block_sync()
+        world_sync()
     R = m.row_count
     for r in range(lane, R, lanes):
         s.dlam[w * R + r] = 0.0
-    block_sync()
+    world_sync()
     project_world_cones(w, lane, m, b, s, N - 1, 1)
     if b.body_count > 0:
         scatter_world_bodies(w, lane, m, b, s, s.dlam, s.carried_body_impulse)

@@ -8,7 +8,7 @@ matters (atomic sums into a world's merit) and ends at a barrier, so its results
 
 import warp as wp
 
-from .block import block_sync
+from .block import world_lanes, world_sync
 from .data import ATTACHMENT, BodyData, ModelData, StepData
 from .integrate import apply_particle_impulse
 from .rigid import apply_body_impulse
@@ -23,7 +23,7 @@ def contacts_world(w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepDat
     candidates, frames, lever arms and friction at the linearisation point x⁻ + h·v⁻, held for the step."""
     for f in range(wp.static(len(FAMILIES))):
         wp.static(FAMILIES[f].contacts)(w, lane, m_rows, b, s)
-    block_sync()
+    world_sync()
 
 
 @wp.func
@@ -31,7 +31,7 @@ def linearise_world_rows(w: int, lane: int, m_rows: ModelData, m_attach: ModelDa
     """The Jacobians of world w's bilateral and elastic rows for the step (a chord Newton method)."""
     for f in range(wp.static(len(FAMILIES))):
         wp.static(FAMILIES[f].linearise)(w, lane, m_rows, m_attach, b, s)
-    block_sync()
+    world_sync()
 
 
 @wp.func
@@ -55,7 +55,7 @@ def assemble_world_rows(
         wp.static(ASSEMBLY_ORDER[f].assemble)(
             w, lane, m_rows, m_attach, b, s, newton_iteration, primal_fem, residual_sq, residual_base
         )
-    block_sync()
+    world_sync()
 
 
 @wp.func
@@ -70,9 +70,9 @@ def scatter_world_particles(
     impulse: wp.array(dtype=wp.vec3),
 ):
     """impulse = Jᵀx per particle of world w (with use_tet_force = 1 the tets' part is read from ``tet_force``)."""
-    for p in range(lane, m.particle_count, wp.block_dim()):
+    for p in range(lane, m.particle_count, world_lanes()):
         impulse[w * m.particle_count + p] = particle_transpose_product(m, s.jac, x, tet_force, use_tet_force, w, p)
-    block_sync()
+    world_sync()
 
 
 @wp.func
@@ -88,19 +88,19 @@ def scatter_world_bodies(
     """impulse = J_bᵀx per rigid body of world w: one lane per chunk of a body's incidence list (its entries in
     order), then one lane per body adds its chunks in order, so the sum is the same whatever the block size. A body
     glued by dozens of rows would otherwise keep one lane walking its whole list while the block waits."""
-    lanes = wp.block_dim()
+    lanes = world_lanes()
     chunks = b.body_chunk_start[b.body_count]
     for c in range(lane, chunks, lanes):
         s.body_chunk_sum[w * chunks + c] = body_transpose_range(
             w, b.chunk_first[c], b.chunk_end[c], m, b, s.bjac, s.jac, x
         )
-    block_sync()
+    world_sync()
     for i in range(lane, b.body_count, lanes):
         acc = wp.spatial_vector()
         for c in range(b.body_chunk_start[i], b.body_chunk_start[i + 1]):
             acc += s.body_chunk_sum[w * chunks + c]
         impulse[w * b.body_count + i] = acc
-    block_sync()
+    world_sync()
 
 
 @wp.func
@@ -121,7 +121,7 @@ def gather_world_rows(
     for f in range(wp.static(len(FAMILIES))):
         if (families >> f) & 1 != 0:
             wp.static(FAMILIES[f].gather)(w, lane, m, b, s, particle_impulse, body_impulse, x, y)
-    block_sync()
+    world_sync()
 
 
 @wp.func
@@ -129,18 +129,18 @@ def apply_world_body_impulses(w: int, lane: int, m: ModelData, b: BodyData, s: S
     """The rigid bodies of world w take the impulses J_bᵀx (v_b += M_b⁻¹ J_bᵀx, angular momentum kept)."""
     if b.body_count > 0:
         scatter_world_bodies(w, lane, m, b, s, x, s.body_impulse)
-        for i in range(lane, b.body_count, wp.block_dim()):
+        for i in range(lane, b.body_count, world_lanes()):
             apply_body_impulse(w * b.body_count + i, b, s.body_x_start, s.h, s.body_impulse, s.body_momentum, s.body_v)
-        block_sync()
+        world_sync()
 
 
 @wp.func
 def apply_world_impulses(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, x: wp.array(dtype=float)):
     """v += M⁻¹Jᵀx for the particles and the rigid bodies of world w."""
     scatter_world_particles(w, lane, m, s, x, s.tet_force, 0, s.impulse)
-    for p in range(lane, m.particle_count, wp.block_dim()):
+    for p in range(lane, m.particle_count, world_lanes()):
         apply_particle_impulse(w * m.particle_count + p, m.particle_count, m.particle_inv_mass, s.impulse, s.v)
-    block_sync()
+    world_sync()
     apply_world_body_impulses(w, lane, m, b, s, x)
 
 
@@ -152,7 +152,7 @@ def project_world_cones(w: int, lane: int, m: ModelData, b: BodyData, s: StepDat
     active = newton_iteration * s.worlds + w
     for f in range(wp.static(len(FAMILIES))):
         wp.static(FAMILIES[f].project)(w, lane, m, b, s, active, bodies)
-    block_sync()
+    world_sync()
 
 
 @wp.func
@@ -168,7 +168,7 @@ def restart_merit(w: int, lane: int, s: StepData, it: int):
     if lane == 0:
         s.residual_sq[it * s.worlds + w] = 0.0
         s.line_searches[it * s.worlds + w] = 1
-    block_sync()
+    world_sync()
 
 
 @wp.func

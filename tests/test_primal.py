@@ -434,3 +434,29 @@ def test_phase_timers_count_every_phase_and_leave_the_step_alone():
     assert list(cycles) == list(SOLVE_PHASES)
     for name, per_world in cycles.items():
         assert per_world.shape == (2,) and np.all(per_world > 0), name
+
+
+def test_gpu_experiment_knobs_refuse_bad_values(monkeypatch):
+    """SOFTSNAKE_CUDA_MAX_REGISTERS and SOFTSNAKE_WORLD_BLOCKS (kernels/block.py) give clear errors for bad values, and
+    a world spread over a thread-block cluster is refused where there is no Hopper GPU."""
+    import softsnake.sim.solver as solver_module
+    from softsnake.kernels import block
+
+    for name, value, call in (
+        ("SOFTSNAKE_CUDA_MAX_REGISTERS", "eight", block.stage_register_cap),
+        ("SOFTSNAKE_CUDA_MAX_REGISTERS", "300", block.stage_register_cap),
+        ("SOFTSNAKE_WORLD_BLOCKS", "3", block.world_blocks_from_environment),
+    ):
+        monkeypatch.setenv(name, value)
+        with pytest.raises(ValueError, match=name):
+            call()
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("SOFTSNAKE_CUDA_MAX_REGISTERS", "128")
+    assert block.stage_register_cap() == {"cuda_max_registers": 128}
+    monkeypatch.setenv("SOFTSNAKE_WORLD_BLOCKS", "8")
+    assert block.world_blocks_from_environment() == 8
+    model, _ = _scene()
+    monkeypatch.setattr(solver_module, "WORLD_BLOCKS", 8)
+    if TEST_DEVICE == "cpu":
+        with pytest.raises(ValueError, match="thread-block cluster"):
+            ss.Solver(model)

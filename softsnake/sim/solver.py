@@ -28,6 +28,7 @@ from softsnake.io.toml_files import read_toml
 from softsnake.kernels import integrate as kint
 from softsnake.kernels import rigid as krigid
 from softsnake.kernels import step_common as kstep
+from softsnake.kernels.block import WORLD_BLOCKS
 from softsnake.kernels.data import BodyJacobian, ContactSettings, Jacobian, StepData
 
 from .contact_list import ContactCapacityExceeded, ContactList
@@ -226,6 +227,11 @@ class Solver:
         # (wp.config.enable_cpu_blocks: ~50× slower; tests run the GPU's lane code that way, kernels/block.py)
         cpu_lanes = cfg.block_dim if cfg.block_dim and wp.config.enable_cpu_blocks else 1
         self.block_dim = (cfg.block_dim or 256) if model.device.is_cuda else cpu_lanes
+        if WORLD_BLOCKS > 1 and not (model.device.is_cuda and model.device.arch >= 90):
+            raise ValueError(
+                f"SOFTSNAKE_WORLD_BLOCKS={WORLD_BLOCKS} spreads a world over a thread-block cluster, which needs a GPU "
+                f"of compute capability 9.0 or newer; {model.device} has none: unset it"
+            )
         self.data = self._allocate()
         self.diverged_worlds: set[int] = set()
         self._fresh_world = None  # one world's carried arrays as built, for reset_worlds
@@ -366,9 +372,13 @@ class Solver:
         self._check_step(state)
 
     def launch(self, kernel, *inputs) -> None:
-        """One stage: ``kernel`` over the worlds, one block of ``block_dim`` lanes per world."""
+        """One stage: ``kernel`` over the worlds, WORLD_BLOCKS blocks of ``block_dim`` lanes per world."""
         wp.launch_tiled(
-            kernel, dim=[self.model.worlds], inputs=list(inputs), block_dim=self.block_dim, device=self.model.device
+            kernel,
+            dim=[self.model.worlds * WORLD_BLOCKS],
+            inputs=list(inputs),
+            block_dim=self.block_dim,
+            device=self.model.device,
         )
 
     def _launch_step(self) -> None:
