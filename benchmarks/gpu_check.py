@@ -166,7 +166,7 @@ def section_blocks(device: str, quick: bool) -> dict:
         env["SOFTSNAKE_WORLD_BLOCKS"] = str(blocks)
         if cap is not None:
             env["SOFTSNAKE_CUDA_MAX_REGISTERS"] = str(cap)
-        frames = (5 if quick else 30) if snakes > 1 else (20 if quick else 120)
+        frames = (3 if quick else 12) if snakes > 1 else (20 if quick else 60)
         name = f"{lanes} lanes × {blocks} block{'s' if blocks > 1 else ''}, cap {cap or 'none'}, {snakes} snakes"
         run = subprocess.run(
             [sys.executable, "-P", "-c", _BLOCK_RUN, str(lanes), str(snakes), str(frames), device],

@@ -13,8 +13,9 @@ JOINT = wp.constant(4)
 BODY_CONTACT = wp.constant(5)
 PARTICLE_BODY = wp.constant(6)
 FAMILY_COUNT = 7
-#: entries of a rigid body's incidence list that one lane sums before the body's chunk sums are added (BodyData)
-BODY_CHUNK = 8
+#: entries of a list (a rigid body's incidences, a coarse node's particles) that one lane sums before a lane per list
+#: adds the chunks' sums in order (softsnake/sim/model.py, list_chunk)
+LIST_CHUNK = 8
 
 vec8i = wp.types.vector(length=8, dtype=wp.int32)
 
@@ -138,7 +139,7 @@ class BodyData:
     # rows acting on each body (CSR): code = 4·element + role (0 attachment, 1 joint parent, 2 joint child)
     body_incidence_start: wp.array(dtype=int)
     body_incidence: wp.array(dtype=int)
-    # the incidence lists cut into chunks (softsnake/sim/model.py, incidence_chunk), summed by separate lanes: body
+    # the incidence lists cut into chunks (softsnake/sim/model.py, list_chunk), summed by separate lanes: body
     # i's chunks are [body_chunk_start[i], body_chunk_start[i + 1]); chunk c covers entries [chunk_first[c],
     # chunk_end[c])
     body_chunk_start: wp.array(dtype=int)

@@ -94,25 +94,41 @@ def fit_body_rotation(
 
 
 @wp.func
+def coarse_partial(
+    w: int,
+    first: int,
+    end: int,
+    particles_per_world: int,
+    node_particles: wp.array(dtype=int),
+    node_weights: wp.array(dtype=float),
+    r: wp.array(dtype=wp.vec3),
+) -> wp.vec3:
+    """Σ weight · r[particle] over entries [first, end) of a coarse node's (particle, weight) list in world w, in list
+    order: one chunk of the node's Pᵀ r (the lanes of a world sum a node's list in chunks)."""
+    acc = wp.vec3()
+    for k in range(first, end):
+        acc += r[w * particles_per_world + node_particles[k]] * node_weights[k]
+    return acc
+
+
+@wp.func
 def coarse_restrict(
     w: int,
     j: int,
-    particles_per_world: int,
     nodes_per_world: int,
     bodies_per_world: int,
-    node_start: wp.array(dtype=int),
-    node_particles: wp.array(dtype=int),
-    node_weights: wp.array(dtype=float),
+    node_chunk_start: wp.array(dtype=int),
+    chunk_sum: wp.array(dtype=wp.vec3),
     node_body: wp.array(dtype=int),
     rotation: wp.array(dtype=wp.mat33),
-    r: wp.array(dtype=wp.vec3),
     rc: wp.array(dtype=float),
 ):
-    """rc = Rᵀ Pᵀ r at coarse node j of world w (in its body's rest frame; P = the node's interpolation weights),
-    summed over the node's particles in list order."""
+    """rc = Rᵀ Pᵀ r at coarse node j of world w (in its body's rest frame; P = the node's interpolation weights), its
+    chunks' sums (coarse_partial; ``chunk_sum`` holds a world's chunks, node_chunk_start[nodes] per world) in order."""
+    chunks = node_chunk_start[nodes_per_world]
     acc = wp.vec3()
-    for k in range(node_start[j], node_start[j + 1]):
-        acc += r[w * particles_per_world + node_particles[k]] * node_weights[k]
+    for c in range(node_chunk_start[j], node_chunk_start[j + 1]):
+        acc += chunk_sum[w * chunks + c]
     R = rotation[w * bodies_per_world + node_body[j]]
     a = wp.transpose(R) * acc
     base = 3 * (w * nodes_per_world + j)

@@ -24,6 +24,7 @@ from .minres import (
 )
 from .primal import (
     bilateral_row,
+    coarse_partial,
     coarse_restrict,
     coarse_solve,
     fit_body_rotation,
@@ -73,9 +74,13 @@ class PrimalData:
     rest: wp.array(dtype=wp.vec3)
     node_index: wp.array(dtype=int)
     node_weight: wp.array(dtype=float)
-    node_start: wp.array(dtype=int)
     node_particles: wp.array(dtype=int)
     node_weights: wp.array(dtype=float)
+    # the nodes' lists in chunks (softsnake/sim/model.py, list_chunk), summed by separate lanes into node_chunk_sum
+    node_chunk_start: wp.array(dtype=int)
+    node_chunk_first: wp.array(dtype=int)
+    node_chunk_end: wp.array(dtype=int)
+    node_chunk_sum: wp.array(dtype=wp.vec3)
     node_body: wp.array(dtype=int)
     node_first: wp.array(dtype=int)
     inverse_start: wp.array(dtype=int)
@@ -225,20 +230,15 @@ def saddle_preconditioner_world(
     n = m.particle_count
     t = block_clock()
     if p.use_coarse != 0:
+        chunks = p.node_chunk_start[p.nodes]
+        for c in range(lane, chunks, lanes):  # Pᵀr in chunks of the nodes' lists, then a lane per node
+            p.node_chunk_sum[w * chunks + c] = coarse_partial(
+                w, p.node_chunk_first[c], p.node_chunk_end[c], n, p.node_particles, p.node_weights, r.v
+            )
+        world_sync()
         for j in range(lane, p.nodes, lanes):
             coarse_restrict(
-                w,
-                j,
-                n,
-                p.nodes,
-                p.soft_bodies,
-                p.node_start,
-                p.node_particles,
-                p.node_weights,
-                p.node_body,
-                p.rotation,
-                r.v,
-                p.rc,
+                w, j, p.nodes, p.soft_bodies, p.node_chunk_start, p.node_chunk_sum, p.node_body, p.rotation, p.rc
             )
         world_sync()
         dofs = 3 * p.nodes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from softsnake.kernels.data import BODY_CHUNK, BodyData, ModelData, RowLayout, vec8i
+from softsnake.kernels.data import LIST_CHUNK, BodyData, ModelData, RowLayout, vec8i
 
 from .rows import ROW_FAMILIES, RowTable
 
@@ -71,11 +71,26 @@ def copy_worlds(dst: wp.array, src: wp.array, worlds: np.ndarray, world_count: i
             wp.copy(dst, src, dest_offset=start, src_offset=start, count=run.size * block)
 
 
-def incidence_chunk(device) -> int:
-    """Entries of a rigid body's incidence list that one lane sums (kernels/world_rows.py, scatter_world_bodies):
-    BODY_CHUNK on a GPU, where a body glued by dozens of rows would keep one lane walking its list while the block
-    waits; 0 (the whole list, in order) on the CPU, whose block has one lane."""
-    return BODY_CHUNK if wp.get_device(device).is_cuda else 0
+def list_chunk(device) -> int:
+    """Entries of a list that one lane sums (a rigid body's incidences: kernels/world_rows.py, scatter_world_bodies; a
+    coarse node's particles: kernels/step_primal.py): LIST_CHUNK on a GPU, where a body glued by dozens of rows or a
+    node over a hundred particles would keep one lane walking its list while the block waits; 0 (each list whole, in
+    order) on the CPU, whose block has one lane."""
+    return LIST_CHUNK if wp.get_device(device).is_cuda else 0
+
+
+def chunk_lists(start: np.ndarray, chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR lists (list i is entries [start[i], start[i + 1])) cut into chunks of ``chunk`` entries (0: each list one
+    chunk; an empty list none): (chunk_start, per list its chunks [chunk_start[i], chunk_start[i + 1]); chunk_first,
+    chunk_end, the entries [chunk_first[c], chunk_end[c]) of chunk c)."""
+    start = np.asarray(start, dtype=np.int64)
+    lengths = np.diff(start)
+    chunk = chunk or max(int(lengths.max(initial=0)), 1)
+    firsts = [np.arange(start[i], start[i + 1], chunk) for i in range(lengths.size)]
+    counts = np.array([f.size for f in firsts], dtype=np.int64)
+    chunk_first = np.concatenate(firsts + [np.zeros(0, dtype=np.int64)])
+    chunk_end = np.minimum(chunk_first + chunk, np.repeat(start[1:], counts))
+    return np.concatenate([[0], np.cumsum(counts)]), chunk_first, chunk_end
 
 
 class State:
@@ -136,6 +151,7 @@ class Model:
         self = object.__new__(cls)
         dev = resolve_device(device)
         self.device = dev
+        self.list_chunk = list_chunk(dev)  # entries of a list that one lane sums (list_chunk)
         self.worlds = worlds
         self.gravity = wp.vec3(*b.gravity)
         n = b.particle_count
@@ -338,14 +354,9 @@ class Model:
         start, order = self._csr(np.asarray(bodies, dtype=np.int64), np.asarray(codes, dtype=np.int64), self.body_count)
         bd.body_incidence_start = arr(start, int)
         bd.body_incidence = arr(np.asarray(codes, dtype=np.int64)[order], int)
-        # each list cut into chunks that lanes of a world sum side by side (one chunk per body where a block has
-        # one lane)
-        chunk = incidence_chunk(self.device) or max(int(np.diff(start).max(initial=0)), 1)
-        firsts = [np.arange(start[i], start[i + 1], chunk) for i in range(self.body_count)]
-        bd.body_chunk_start = arr(np.concatenate([[0], np.cumsum([len(f) for f in firsts])]), int)
-        chunk_first = np.concatenate(firsts + [np.zeros(0, dtype=np.int64)])
-        bd.chunk_first = arr(chunk_first, int)
-        bd.chunk_end = arr(np.minimum(chunk_first + chunk, np.repeat(start[1:], [len(f) for f in firsts])), int)
+        # each list cut into chunks that lanes of a world sum side by side (list_chunk)
+        chunk_start, chunk_first, chunk_end = chunk_lists(start, self.list_chunk)
+        bd.body_chunk_start, bd.chunk_first, bd.chunk_end = (arr(a, int) for a in (chunk_start, chunk_first, chunk_end))
         return bd
 
     @staticmethod

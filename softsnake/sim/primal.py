@@ -20,6 +20,7 @@ from softsnake.kernels.data import ModelData
 from softsnake.kernels.stiffness import StiffnessPattern
 
 from .coarse_space import build_coarse_space, connected_labels, lame_parameters
+from .model import chunk_lists
 from .stiffness import block_pattern
 
 
@@ -117,9 +118,13 @@ class PrimalStep:
         p.rest = wp.array(cs.rest.astype(np.float32), dtype=wp.vec3, device=dev)
         p.node_index = i32(cs.node_index.ravel())
         p.node_weight = f32(cs.node_weight.ravel())
-        p.node_start = i32(cs.node_start)
         p.node_particles = i32(cs.node_particles)
         p.node_weights = f32(cs.node_weights)
+        chunk_start, chunk_first, chunk_end = chunk_lists(cs.node_start, m.list_chunk)
+        p.node_chunk_start, p.node_chunk_first, p.node_chunk_end = (
+            i32(a if a.size else np.zeros(1)) for a in (chunk_start, chunk_first, chunk_end)
+        )
+        p.node_chunk_sum = wp.zeros(max(W * int(chunk_start[-1]), 1), dtype=wp.vec3, device=dev)
         p.node_body = i32(cs.node_body if self.nodes else np.zeros(1))
         p.node_first = i32(cs.node_first)
         # the coarse solve reads each body's dense inverse and its part of rc as vec4s (blocks of 4·k nodes)
