@@ -1,5 +1,10 @@
 """Every GPU measurement of the fused step in one run (under 8 minutes on one H100/H200), written to one JSON file.
 
+First, before any section, the kernel modules the carried cache lacks compile, one per core at once; ``meta`` says
+which (``uncached_modules``; ``uncached_cpu_modules``: the CPU builds missing, not compiled), how long
+(``compile_seconds``) and under which cache folders (``module_identifiers``). ``registers`` holds the stage kernels'
+registers per thread read from the carried cubins (benchmarks/cubin_registers.py, run by gpu_prepare.sh).
+
 Sections, each written to the file as soon as it is done (a run cut short keeps what it measured):
   launches   launches per solver step, counted eagerly on the GPU (slab, full snake; the graph's node count)
   snake      Table II: ms per frame (2 steps of 1/120 s) for ¼, 1, 4, 10 snakes and snake-steps/s at 1024 snakes,
@@ -10,14 +15,15 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
              (BLOCK_VARIANTS); each against the first for agreement
   profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing), and the linear solve's
              phases (share and clock cycles per MINRES iteration: SolverConfig.phase_timing)
-  agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread)
+  agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread);
+             the two CPU runs are gpu_prepare.sh's when they match (``cpu_reference``: "carried"), else run here
   tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels
   env        the learning environment's env-steps/s (benchmarks/bench_env.py) at 1, 16, 64, 256 worlds, coarse and full
   ppo        (only when named in --sections: ~5 min) examples/train_ppo.py's full run, 256 coarse snakes on the GPU,
              491,520 environment steps; its curve, plot and policy land in $OUT/ppo/
 
-On the GPU machine (no network there; benchmarks/gpu_prepare.sh made the wheels and the precompiled kernel cache
-here, carried as .gpu/):
+On the GPU machine (no network there; benchmarks/gpu_prepare.sh made the wheels, the precompiled kernel cache, the
+registers and the CPU runs here, carried as .gpu/ and unpacked into /tmp/gpu, ``--carried``):
 
     bash benchmarks/gpu_check.sh --commit <hash>      (installs, then runs this script into $OUT/gpu_check.json)
 
@@ -38,9 +44,23 @@ from pathlib import Path
 
 import numpy as np
 
+#: what benchmarks/gpu_prepare.sh carried, unpacked by gpu_check.sh: registers.json, agreement_cpu*.npz (--carried)
+CARRIED = Path("/tmp/gpu")
 SECTIONS = ("launches", "snake", "slab", "blocks", "profile", "agreement", "tests", "env", "ppo")
 #: the sections a plain run takes (under 8 minutes on an H100)
 DEFAULT_SECTIONS = SECTIONS[:-1]
+#: the stage block sizes the sections launch (blocks: 64, 128, 256)
+STAGE_BLOCK_DIMS = (64, 128, 256)
+#: pytest, once the kernel modules are hashed as in compile_up_front (the cache folders precompile_cuda.py fills)
+PYTEST = (
+    "import sys\n"
+    "import softsnake.sim.dual\n"
+    "import softsnake.sim.primal\n"
+    "from softsnake.sim.warp_runtime import module_identifiers\n"
+    f"module_identifiers(stage_block_dims={STAGE_BLOCK_DIMS!r})\n"
+    "import pytest\n"
+    "sys.exit(pytest.main(sys.argv[1:]))\n"
+)
 TEST_FILES = (
     "tests/test_launches.py",
     "tests/test_batch.py",
@@ -208,39 +228,42 @@ def section_profile(device: str, quick: bool) -> dict:
 
 
 def section_agreement(device: str, quick: bool) -> dict:
-    here = Path(__file__).parent
-    seconds = "0.5" if quick else "2"
-    out = {}
+    """The GPU run here; the two CPU runs from benchmarks/gpu_prepare.sh (CARRIED) when they were made with the same
+    seconds, arguments, Warp and sources, else here too (``cpu_reference``: "carried" or "computed", and why)."""
+    here = Path(__file__).resolve().parent
+    sys.path.insert(0, str(here))
+    from device_agreement import mismatch, provenance
+
+    seconds = 0.5 if quick else 2.0
+    out, why = {}, {}
     with_tmp = Path(os.environ.get("TMPDIR", "/tmp"))
-    for name, args in (
-        ("gpu", ["--device", device]),
-        ("cpu", ["--device", "cpu"]),
-        ("cpu_ulp", ["--device", "cpu", "--youngs-scale", "1.000001"]),
-    ):
+    for name, run_device, scale in (("gpu", device, 1.0), ("cpu", "cpu", 1.0), ("cpu_ulp", "cpu", 1.000001)):
+        carried = CARRIED / f"agreement_{name}.npz"
+        if name != "gpu":
+            why[name] = mismatch(carried, provenance(run_device, seconds, scale))
+            if why[name] is None:
+                with np.load(carried) as f:
+                    out[name] = f["com"][:, 0].copy()
+                continue
         path = with_tmp / f"agreement_{name}.npz"
         subprocess.run(
-            [
-                sys.executable,
-                "-P",
-                str(here / "device_agreement.py"),
-                "run",
-                *args,
-                "--seconds",
-                seconds,
-                "--out",
-                str(path),
-            ],
+            [sys.executable, "-P", str(here / "device_agreement.py"), "run", "--device", run_device]
+            + ["--youngs-scale", repr(scale), "--seconds", repr(seconds), "--out", str(path)],
             check=True,
         )
         with np.load(path) as f:
             out[name] = f["com"][:, 0].copy()
+    computed = {k: v for k, v in why.items() if v is not None}
+    print(f"  CPU runs {'computed here: ' + str(computed) if computed else 'carried from ' + str(CARRIED)}", flush=True)
     gap = lambda a, b: float(np.linalg.norm(out[a][-1] - out[b][-1]))  # noqa: E731
     forward = lambda a: float(out[a][-1, 0] - out[a][0, 0])  # noqa: E731
     return dict(
-        seconds=float(seconds),
+        seconds=seconds,
         forward_mm={k: 1e3 * forward(k) for k in out},
         gpu_cpu_gap_mm=1e3 * gap("gpu", "cpu"),
         cpu_roundoff_gap_mm=1e3 * gap("cpu", "cpu_ulp"),
+        cpu_reference="computed" if computed else "carried",
+        cpu_reference_why=computed,
     )
 
 
@@ -275,7 +298,7 @@ def section_tests(device: str, quick: bool) -> dict:
     t0 = time.perf_counter()
     lines = []
     with subprocess.Popen(
-        [sys.executable, "-P", "-m", "pytest", "-v", "-p", "no:cacheprovider", *TEST_FILES],
+        [sys.executable, "-P", "-c", PYTEST, "-v", "-p", "no:cacheprovider", *TEST_FILES],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -287,7 +310,42 @@ def section_tests(device: str, quick: bool) -> dict:
     return dict(returncode=run.returncode, seconds=time.perf_counter() - t0, tail=lines[-15:])
 
 
+def compile_up_front(device: str) -> dict:
+    """Compile, before any section, the kernel modules the carried cache lacks for ``device``, one module per core at
+    once; say which were missing (for the CPU too, names only: modules a GPU run may still launch there) and how long
+    it took. First, before any kernel is built, every stage variant the sections launch is hashed as a fresh process
+    hashes it, the cache folders benchmarks/precompile_cuda.py fills (warp_runtime.module_identifiers)."""
+    import softsnake.sim.dual  # noqa: F401  (the CUDA tests also run the dual formulation's stages)
+    from softsnake.sim.warp_runtime import compile_kernels, kernels_to_compile, module_identifiers
+
+    identifiers = module_identifiers(stage_block_dims=STAGE_BLOCK_DIMS)
+    uncached = kernels_to_compile(device)
+    uncached_cpu = uncached if device.startswith("cpu") else kernels_to_compile("cpu")
+    cpu = "" if device.startswith("cpu") else f"; for cpu (not compiled here): {uncached_cpu or 'none'}"
+    print(f"kernel modules not in the cache for {device}: {uncached or 'none'}{cpu}", flush=True)
+    t0 = time.perf_counter()
+    error = None
+    try:
+        compile_kernels(device, bar=False, workers=os.cpu_count(), stream=sys.stdout)
+    except Exception as exc:  # noqa: BLE001 - the sections still run (and compile what they need)
+        error = f"{type(exc).__name__}: {exc}"
+        print(f"  compiling failed: {error}", flush=True)
+    seconds = time.perf_counter() - t0
+    print(f"compiled {len(uncached)} modules in {seconds:.1f} s on {os.cpu_count()} cores", flush=True)
+    out = dict(
+        uncached_modules=uncached,
+        uncached_cpu_modules=uncached_cpu,
+        compile_seconds=seconds,
+        compile_workers=os.cpu_count(),
+        module_identifiers=identifiers,
+    )
+    if error:
+        out["compile_error"] = error
+    return out
+
+
 def main() -> int:
+    global CARRIED
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda")
@@ -298,11 +356,17 @@ def main() -> int:
         help=f"comma-separated, from {','.join(SECTIONS)} (default: all but ppo)",
     )
     ap.add_argument("--quick", action="store_true", help="short timings, to try the script")
+    ap.add_argument(
+        "--carried",
+        default=str(CARRIED),
+        help="folder of what benchmarks/gpu_prepare.sh carried (registers.json, agreement_cpu*.npz; default /tmp/gpu)",
+    )
     args = ap.parse_args()
     wanted = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = sorted(set(wanted) - set(SECTIONS))
     if unknown:
         ap.error(f"unknown sections {unknown}; choose from {SECTIONS}")
+    CARRIED = Path(args.carried)
     import warp as wp
 
     from softsnake.sim.model import quiet_warp
@@ -310,26 +374,29 @@ def main() -> int:
     quiet_warp()
     wp.init()
     dev = wp.get_device(args.device)
-    from softsnake.sim.warp_runtime import kernels_to_compile
-
-    # modules the carried kernel cache lacks for this GPU (compiled here, ~3 min): should be none after gpu_prepare
-    uncached = kernels_to_compile(args.device)
-    print(f"kernel modules not in the cache for {dev.name}: {uncached or 'none'}", flush=True)
+    meta = dict(
+        date=datetime.datetime.now().isoformat(timespec="seconds"),
+        commit=args.commit,
+        device=dev.name,
+        warp=wp.__version__,
+        host=platform.platform(),
+        python=platform.python_version(),
+        quick=args.quick,
+    )
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = dict(
-        meta=dict(
-            date=datetime.datetime.now().isoformat(timespec="seconds"),
-            commit=args.commit,
-            device=dev.name,
-            warp=wp.__version__,
-            host=platform.platform(),
-            python=platform.python_version(),
-            quick=args.quick,
-            uncached_modules=uncached,
-        ),
-        seconds={},
-    )
+    record = dict(meta=meta, seconds={})
+    write(path, record)
+    meta.update(compile_up_front(args.device))
+    registers = CARRIED / "registers.json"
+    if registers.is_file():
+        record["registers"] = json.loads(registers.read_text())
+        # the carried cubins' module folders against this machine's (the same sources: the same folders)
+        ours = meta["module_identifiers"]
+        meta["registers_match_sources"] = all(
+            ours.get(r["module"], {}).get(r["block_dim"]) == r["cubin"].split("/")[0]
+            for r in record["registers"]["rows"]
+        )
     write(path, record)
     functions = {name: globals()[f"section_{name}"] for name in SECTIONS}
     for name in wanted:
@@ -342,7 +409,7 @@ def main() -> int:
             print(f"  failed: {exc}", flush=True)
         record["seconds"][name] = time.perf_counter() - t0
         write(path, record)
-    print(json.dumps({k: v for k, v in record.items() if k != "profile"}, indent=1, default=float))
+    print(json.dumps({k: v for k, v in record.items() if k not in ("profile", "registers")}, indent=1, default=float))
     return 0
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU machine without network: install what benchmarks/gpu_prepare.sh carried (its last part in .gpu/ here, the
-# others copied to /tmp/gpu by the previous calls), then run every GPU measurement (benchmarks/gpu_check.py) into
-# $OUT/gpu_check.json.
+# others copied to /tmp/gpu by the previous calls; unpacked into /tmp/gpu: wheels, kernel cache, registers.json, the
+# agreement section's CPU runs), then run every GPU measurement (benchmarks/gpu_check.py) into $OUT/gpu_check.json.
+# gpu_check.py first compiles what the kernel cache lacks, on every core, and records which modules and how long.
 # Arguments are passed on to gpu_check.py (--commit <hash>, --sections …, --quick).
 set -euo pipefail
 cd "$(dirname "$0")/.."

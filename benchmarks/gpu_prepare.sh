@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Prepare, on this machine, what a GPU machine without network needs to run benchmarks/gpu_check.sh: the Python
 # wheels its image lacks, for Python 3.12 on x86-64 (Warp at this environment's version, meshio, tetgen, shapely,
-# usd-core, gymnasium, and stable-baselines3 for gpu_check's ppo section: the image has PyTorch), and Warp's kernel
-# cache with every softsnake module precompiled for the GPU's architecture (sm_90: H100, H200). Everything lands in
-# .gpu/ (git-ignored), cut into parts .gpu/p0, .gpu/p1, … of 58 MiB (a device call carries at most 64 MiB, the
-# repository's ~5 MiB included; Warp's wheel alone is ~150 MB, so three parts), one per device call, the calls within
-# the machine's warm time:
+# usd-core, gymnasium, and stable-baselines3 for gpu_check's ppo section: the image has PyTorch), Warp's kernel
+# cache with every softsnake module precompiled for the GPU's architecture (sm_90: H100, H200), the stage kernels'
+# registers per thread read from those cubins (registers.json: benchmarks/cubin_registers.py, its table printed here),
+# and the agreement section's two CPU runs (agreement_cpu.npz, agreement_cpu_ulp.npz: gpu_check takes them instead of
+# running them on the GPU machine's CPU when their seconds, arguments, Warp and sources match). It compiles and runs
+# this checkout's softsnake (PYTHONPATH=$PWD). Everything lands in .gpu/ (git-ignored), cut into parts .gpu/p0,
+# .gpu/p1, … of 58 MiB (a device call carries at most 64 MiB, the repository's ~5 MiB included; Warp's wheel alone is
+# ~150 MB, so three parts), one per device call, the calls within the machine's warm time:
 #
 #   bash benchmarks/gpu_prepare.sh [--arch 90] [--from-cache DIR]     (DIR: a Warp kernel cache to start from)
 #   each part but the last: carry [".gpu/pK"], command: mkdir -p /tmp/gpu && cp -r .gpu/pK /tmp/gpu/
@@ -23,6 +26,8 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 python=${PYTHON:-python3}
+# this checkout's softsnake and kernels, whatever the environment has installed (an editable install of another one)
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 warp_version=$($python -c "import warp; print(warp.__version__)")
 rm -rf .gpu && mkdir -p .gpu/wheels
 platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
@@ -31,8 +36,18 @@ $python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
 # the kernels, compiled here for the GPU (Warp's NVRTC needs no driver); modules already in --from-cache are kept
 if [[ -n "$from_cache" ]]; then mkdir -p .gpu/warpcache && cp -r "$from_cache"/. .gpu/warpcache/; fi
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --block-dim 64 --block-dim 128
+# registers per thread and local memory of the stage kernels just compiled (gpu_check copies them into its JSON)
+WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/cubin_registers.py --arch "$arch" \
+    --block-dim 64 --block-dim 128 --block-dim 256 --json .gpu/registers.json \
+    || echo "gpu_prepare.sh: some stage cubins are missing (above); registers.json has the others"
+# the agreement section's CPU runs (its GPU run stays on the GPU machine), with the kernels compiled for this CPU
+$python -P benchmarks/device_agreement.py run --device cpu --seconds 2 --out .gpu/agreement_cpu.npz
+$python -P benchmarks/device_agreement.py run --device cpu --seconds 2 --youngs-scale 1.000001 \
+    --out .gpu/agreement_cpu_ulp.npz
 # more than one call carries: compressed and cut into parts, one folder each
-tar -C .gpu -cf - wheels warpcache | xz -T0 -6 > .gpu/payload.tar.xz
+carried=(wheels warpcache agreement_cpu.npz agreement_cpu_ulp.npz)
+if [[ -f .gpu/registers.json ]]; then carried+=(registers.json); fi
+tar -C .gpu -cf - "${carried[@]}" | xz -T0 -6 > .gpu/payload.tar.xz
 split -b 58m -d .gpu/payload.tar.xz .gpu/payload.part.
 k=0
 for part in .gpu/payload.part.*; do

@@ -7,6 +7,10 @@ machine, or share it, and point ``WARP_CACHE_PATH`` at it there.
 
     WARP_CACHE_PATH=/path/to/cache python -P benchmarks/precompile_cuda.py --arch 90
 
+``--modules step_primal,step_dual`` compiles only those modules (the last part of their names). The kernels compiled
+are the ones ``import softsnake`` finds: run from the checkout to compile with ``PYTHONPATH=$PWD`` (a shared
+environment's editable install may point at another checkout).
+
 The cubins must come from the same Warp version and match the GPU machine's output format. Warp writes cubins when the
 driver is older than Warp's CUDA toolkit, and PTX otherwise. ``--ptx`` writes PTX.
 """
@@ -15,12 +19,9 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import warp as wp
-
-#: block sizes the solver launches each module with on CUDA: 256 for plain launches and for the stages (one block per
-#: world, SolverConfig.block_dim = 0); pass --block-dim to add another stage block size
-STAGE_MODULES = ("step_common", "step_primal", "step_body_blocks", "step_dual")
 
 
 def main() -> None:
@@ -34,21 +35,37 @@ def main() -> None:
         default=[],
         help="also compile the stage modules for this block size (SolverConfig.block_dim)",
     )
+    ap.add_argument(
+        "--modules",
+        default="",
+        help="comma-separated module names to compile, e.g. step_primal,step_dual (default: every softsnake module)",
+    )
     args = ap.parse_args()
+    only = {m.strip() for m in args.modules.split(",") if m.strip()}
     from softsnake.sim.model import quiet_warp
 
     quiet_warp()
     from warp._src.context import user_modules  # private: the registry of loaded Warp modules
 
+    import softsnake.kernels
     import softsnake.robots.snake_sim  # noqa: F401  (with the solver: every kernel module)
     import softsnake.sim.dual  # noqa: F401
     import softsnake.sim.primal  # noqa: F401
+    from softsnake.sim.warp_runtime import STAGE_MODULES, module_identifiers
 
     wp.init()
+    kernels = Path(softsnake.kernels.__file__).parent
+    print(f"kernel sources: {kernels}", flush=True)
+    # every variant's cache folder as a fresh process names it, before any module is built (building step_dual's
+    # kernels changes step_primal's hash in this process, and the other way round)
+    module_identifiers(stage_block_dims=args.block_dim)
     for name, module in sorted(user_modules.items()):
-        if not name.startswith("softsnake") or not module.kernels:
+        short = name.rsplit(".", 1)[-1]
+        if not name.startswith("softsnake") or not module.kernels or (only and short not in only):
             continue
-        stage = name.rsplit(".", 1)[-1] in STAGE_MODULES
+        stage = short in STAGE_MODULES
+        # the block sizes the solver launches a module with on CUDA: 256 for plain launches and for the stages (one
+        # block per world, SolverConfig.block_dim = 0); --block-dim adds stage block sizes
         for block_dim in sorted({256, *(args.block_dim if stage else ())}):
             t0 = time.perf_counter()
             options = module.resolve_options(wp.config, block_dim=block_dim)

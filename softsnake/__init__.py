@@ -10,7 +10,9 @@ __version__ = "0.1.0"
 def _kernels_from_source_tree() -> None:
     """Make ``softsnake.kernels`` importable when softsnake is imported from a source checkout (the repository root on
     ``sys.path``: scripts and ``python -m softsnake...`` run there). The design card keeps ``kernels/`` beside
-    ``softsnake/``; an installed package has it inside, as ``softsnake/kernels``."""
+    ``softsnake/``; an installed package has it inside, as ``softsnake/kernels``. The kernels beside this package win
+    over an editable install's mapping to another checkout (a git worktree run with ``PYTHONPATH`` on a shared
+    environment would otherwise mix its own ``softsnake`` with the other checkout's kernels)."""
     import importlib.util
     import sys
     from pathlib import Path
@@ -19,8 +21,9 @@ def _kernels_from_source_tree() -> None:
     beside = here.parent / "kernels" / "__init__.py"
     if "softsnake.kernels" in sys.modules or (here / "kernels").is_dir() or not beside.is_file():
         return
-    if importlib.util.find_spec("softsnake.kernels") is not None:  # an editable install maps it already
-        return
+    mapped = importlib.util.find_spec("softsnake.kernels")
+    if mapped is not None and mapped.origin and Path(mapped.origin).resolve() == beside.resolve():
+        return  # an editable install of this checkout maps it already
     spec = importlib.util.spec_from_file_location(
         "softsnake.kernels", beside, submodule_search_locations=[str(beside.parent)]
     )

@@ -226,6 +226,35 @@ def test_imports_work_from_the_repository_root():
     assert r.returncode == 0 and r.stdout.strip() == "softsnake.kernels.tet", r.stderr
 
 
+IMPORT_BESIDE_ANOTHER_CHECKOUT = """
+import importlib.util, sys
+from importlib.machinery import PathFinder
+class Other:  # an editable install of another checkout, mapping softsnake.kernels to its kernels
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name == "softsnake.kernels":
+            return importlib.util.spec_from_file_location(
+                name, {other!r} + "/__init__.py", submodule_search_locations=[{other!r}]
+            )
+        return None
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()] + [Other]
+sys.path.insert(0, {root!r})
+import softsnake, softsnake.kernels.tet
+print(softsnake.kernels.tet.__file__)
+"""
+
+
+def test_a_checkout_imports_its_own_kernels_beside_another_editable_install(tmp_path):
+    """A git worktree run with PYTHONPATH on an environment that has another checkout installed editable: softsnake
+    and its kernels both come from the worktree."""
+    other = tmp_path / "kernels"
+    other.mkdir()
+    (other / "__init__.py").write_text("raise ImportError('the other checkout')\n")
+    script = IMPORT_BESIDE_ANOTHER_CHECKOUT.format(root=str(ROOT), other=str(other))
+    r = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == str(ROOT / "kernels" / "tet.py"), r.stderr
+
+
 def test_gait_resume_continues_the_run_and_writes_the_animation(tmp_path, capfd):
     from PIL import Image
 

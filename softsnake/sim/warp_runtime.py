@@ -75,6 +75,28 @@ def _engine_modules() -> dict:
     return {name: m for name, m in list(user_modules.items()) if name.startswith("softsnake") and m.kernels}
 
 
+#: the modules whose kernels run one thread block per world, launched at SolverConfig.block_dim lanes
+STAGE_MODULES = ("step_common", "step_primal", "step_body_blocks", "step_dual")
+
+
+def module_identifiers(stage_block_dims=()) -> dict[str, dict[int, str]]:
+    """Warp's kernel cache folder of each softsnake kernel module imported so far (the solver's at least), by short
+    name and block size: every module at its default block size (256), the stage modules also at each of
+    ``stage_block_dims`` (1: a CPU build). Uses Warp's module hashing (a private API).
+
+    Warp hashes a module variant on first use and keeps that hash for the process, and the stage modules' hashes
+    depend on what was built before in it: step_primal's changes once step_dual's kernels were generated, and the
+    other way round (``wp.static`` expressions resolve during code generation). Called before any kernel is built,
+    this fixes each listed variant at the hash a fresh process computes, the folder benchmarks/precompile_cuda.py
+    compiles into."""
+    out: dict[str, dict[int, str]] = {}
+    for name, module in _engine_modules().items():
+        short = name.rsplit(".", 1)[-1]
+        dims = {module.options["block_dim"], *(stage_block_dims if short in STAGE_MODULES else ())}
+        out[short] = {dim: module.get_module_identifier(dim) for dim in sorted(dims)}
+    return out
+
+
 def kernels_to_compile(device: str = "cpu") -> list[str]:
     """Names of the softsnake kernel modules that Warp has not compiled for ``device`` yet (kernel cache lookup).
 
@@ -92,10 +114,11 @@ def kernels_to_compile(device: str = "cpu") -> list[str]:
         return []
 
 
-def compile_kernels(device: str = "cpu", *, bar: bool = True, stream=None) -> int:
+def compile_kernels(device: str = "cpu", *, bar: bool = True, stream=None, workers: int | None = None) -> int:
     """Compile the engine's kernel modules that are not in Warp's kernel cache for ``device`` yet, before a run needs
-    them: one line on stderr, then a count of the modules done (``bar=False``: the line only). Up to four modules
-    compile at once. Returns how many were compiled (0: all cached, nothing printed)."""
+    them: one line on stderr, then a count of the modules done (``bar=False``: the line only). ``workers`` modules
+    compile at once (default: up to four, at most one per core). Returns how many were compiled (0: all cached,
+    nothing printed)."""
     from tqdm import tqdm
 
     missing = kernels_to_compile(device)
@@ -111,7 +134,8 @@ def compile_kernels(device: str = "cpu", *, bar: bool = True, stream=None) -> in
     modules = _engine_modules()
     count = dict(total=len(missing), desc="softsnake: compiling", unit="module", mininterval=0, leave=False)
     with tqdm(file=stream, disable=not bar, **count) as progress:
-        with ThreadPoolExecutor(max_workers=max(1, min(os.cpu_count() or 1, 4))) as pool:
+        workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             jobs = [pool.submit(wp.load_module, modules[name], device=device, max_workers=0) for name in missing]
             for job in as_completed(jobs):
                 job.result()
