@@ -173,6 +173,16 @@ print(json.dumps(dict(ms_per_frame=ms, com=q.mean(axis=0).tolist())))
 """
 
 
+def variant_builds() -> list[str]:
+    """The stage-module builds BLOCK_VARIANTS need beyond the default ones, a line each: register cap (- for none),
+    blocks per world, then the block sizes (gpu_prepare.sh precompiles them, benchmarks/precompile_cuda.py)."""
+    builds: dict = {}
+    for lanes, cap, blocks, _ in BLOCK_VARIANTS:
+        if cap is not None or blocks > 1:
+            builds.setdefault((cap, blocks), set()).add(lanes)
+    return [f"{cap or '-'} {blocks} {' '.join(map(str, sorted(d)))}" for (cap, blocks), d in builds.items()]
+
+
 def section_blocks(device: str, quick: bool) -> dict:
     """One snake at 64 to 1024 lanes per world and over clusters of 2 to 8 blocks, and 1024 snakes with and without
     a register cap (BLOCK_VARIANTS), each variant in a process of its own (the cap and the cluster are module
@@ -347,6 +357,9 @@ def compile_up_front(device: str) -> dict:
 def main() -> int:
     global CARRIED
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    if sys.argv[1:] == ["--variant-builds"]:  # for gpu_prepare.sh: what the blocks section compiles beyond the defaults
+        print("\n".join(variant_builds()))
+        return 0
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--commit", default="", help="the commit measured (the device machine has no git history)")

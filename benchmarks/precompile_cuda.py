@@ -36,6 +36,11 @@ def main() -> None:
         help="also compile the stage modules for this block size (SolverConfig.block_dim)",
     )
     ap.add_argument(
+        "--stage-only",
+        action="store_true",
+        help="only the stage modules, at the --block-dim sizes alone (a variant of gpu_check's blocks section)",
+    )
+    ap.add_argument(
         "--modules",
         default="",
         help="comma-separated module names to compile, e.g. step_primal,step_dual (default: every softsnake module)",
@@ -64,9 +69,12 @@ def main() -> None:
         if not name.startswith("softsnake") or not module.kernels or (only and short not in only):
             continue
         stage = short in STAGE_MODULES
+        if args.stage_only and not stage:
+            continue
         # the block sizes the solver launches a module with on CUDA: 256 for plain launches and for the stages (one
         # block per world, SolverConfig.block_dim = 0); --block-dim adds stage block sizes
-        for block_dim in sorted({256, *(args.block_dim if stage else ())}):
+        dims = set(args.block_dim) if args.stage_only and args.block_dim else {256, *(args.block_dim if stage else ())}
+        for block_dim in sorted(dims):
             t0 = time.perf_counter()
             options = module.resolve_options(wp.config, block_dim=block_dim)
             built = module._compile(None, None, output_arch=args.arch, use_ptx=args.ptx, options=options)
