@@ -382,12 +382,12 @@ def cluster_inverse_row(
     c = dof[0]
     n = bb.cluster_dofs[c]
     row = w * bb.block_size + dof[1] + dof[2] * n
-    first = bb.cluster_bodies_start[c]
     acc = wp.float64(0.0)
-    for k in range(n):
-        slot = k // 6
-        fk = f[w * b.body_count + bb.cluster_bodies[first + slot]]
-        acc += G[row + k] * wp.float64(fk[k - 6 * slot])
+    for slot in range(bb.cluster_bodies_start[c], bb.cluster_bodies_start[c + 1]):  # the cluster's bodies in order
+        fk = f[w * b.body_count + bb.cluster_bodies[slot]]
+        k = row + 6 * (slot - bb.cluster_bodies_start[c])
+        for a in range(6):
+            acc += G[k + a] * wp.float64(fk[a])
     y[w * 6 * b.body_count + q] = float(acc)
 
 
