@@ -1,0 +1,49 @@
+"""benchmarks/gpu_check.py, the script a session lent a GPU runs once, works before it gets there: on the CPU, its
+launch count and the solve's phase profile run and write their JSON, the blocks section runs a variant in a process
+of its own and records a variant that cannot run (a thread-block cluster, which needs a Hopper GPU) as an error
+instead of stopping, and the variants gpu_prepare.sh precompiles are listed."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+from cli_helpers import ROOT
+
+spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "benchmarks" / "gpu_check.py")
+gpu_check = sys.modules["gpu_check"] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gpu_check)
+
+
+def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
+    out = tmp_path / "gpu_check.json"
+    run = subprocess.run(
+        [sys.executable, "-P", str(ROOT / "benchmarks" / "gpu_check.py"), "--device", "cpu", "--quick"]
+        + ["--sections", "launches,profile", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    record = json.loads(out.read_text())
+    assert record["launches"] == dict(slab=18.0, snake=22.0)
+    phases = record["profile"]["solve_phases"]
+    assert phases["iterations"] == 3 * 2 * 4 * 20  # three frames of two steps at 4 × 20
+    shares = [p["share"] for p in phases["phases"].values()]
+    assert min(shares) > 0.0 and abs(sum(shares) - 1.0) < 1e-9
+
+
+def test_blocks_section_records_a_variant_that_cannot_run(monkeypatch):
+    monkeypatch.setattr(gpu_check, "BLOCK_VARIANTS", ((64, None, 1, 1), (256, None, 2, 1)))
+    out = gpu_check.section_blocks("cpu", quick=True)
+    ran, cluster = out.values()
+    assert ran["ms_per_frame"] > 0.0 and ran["com_gap_mm"] == 0.0
+    assert "thread-block cluster" in cluster["error"][-1]
+
+
+def test_variant_builds_list_each_cap_and_cluster_once():
+    builds = gpu_check.variant_builds()
+    assert "128 1 256 512" in builds and "- 8 256" in builds
+    assert len(builds) == len(set(builds))
