@@ -156,8 +156,8 @@ PHASE_COUNT = wp.constant(len(SOLVE_PHASES))
 
 @wp.func
 def phase_mark(w: int, lane: int, p: PrimalData, phase: int, t0: wp.int64) -> wp.int64:
-    """With p.phase_timing: the block meets at a barrier and lane 0 adds the cycles since ``t0`` to world w's
-    ``phase``; returns the clock, the next phase's start. Without timing it only reads the clock."""
+    """With p.phase_timing: the world's lanes meet at a barrier and lane 0 adds the cycles since ``t0`` to world
+    w's ``phase``; returns the clock, the next phase's start. Without timing it only reads the clock."""
     if p.phase_timing != 0:
         world_sync()
         if lane == 0:
