@@ -302,6 +302,8 @@ def test_chunked_list_sums_match_whole_lists(monkeypatch):
     the coarse snake's 30 frames the same state up to float32 summation order: measured 2.1e-7 m (particles) and
     5.4e-6 (body poses) at most, against 2.5e-7 / 7.8e-6 from Young's modulus × (1 ± 1e-6); bounds 3× the
     measurement."""
+    if TEST_DEVICE != "cpu":
+        pytest.skip("a GPU chunks by default (the lanes test covers it), and its float64 atomics blur this comparison")
     import softsnake.sim.model as model_module
     from softsnake.robots.snake import SnakeConfig
     from softsnake.robots.snake_sim import SnakeSim
