@@ -229,12 +229,19 @@ def world_scan(x: int, lane: int) -> wp.vec2i:
     """
 #if defined(__CUDA_ARCH__)
 return clock64();
-#else
+#elif defined(__x86_64__) || defined(__i386__)
 return (int64_t)__builtin_readcyclecounter();
+#elif defined(__aarch64__)
+int64_t ticks;
+asm volatile("mrs %0, cntvct_el0" : "=r"(ticks));
+return ticks;
+#else
+return 0;
 #endif
 """
 )
 def block_clock() -> wp.int64:
-    """The calling lane's clock [cycles]: the SM's cycle counter on a GPU, the core's time-stamp counter on the CPU.
-    Only differences on the same lane mean anything (kernels/step_primal.py, the solve's phase timers)."""
+    """The calling lane's clock: the SM's cycle counter on a GPU, the time-stamp counter on an x86 CPU, the virtual
+    timer on an ARM one (0 elsewhere). Only differences on the same lane mean anything (kernels/step_primal.py, the
+    solve's phase timers, which read it only when they are on)."""
     ...

@@ -155,15 +155,23 @@ PHASE_COUNT = wp.constant(len(SOLVE_PHASES))
 
 
 @wp.func
+def phase_clock(p: PrimalData) -> wp.int64:
+    """The clock with p.phase_timing on (a phase's start), else 0: without timing the solve reads no clock."""
+    if p.phase_timing != 0:
+        return block_clock()
+    return wp.int64(0)
+
+
+@wp.func
 def phase_mark(w: int, lane: int, p: PrimalData, phase: int, t0: wp.int64) -> wp.int64:
     """With p.phase_timing: the world's lanes meet at a barrier and lane 0 adds the cycles since ``t0`` to world
-    w's ``phase``; returns the clock, the next phase's start. Without timing it only reads the clock."""
+    w's ``phase``; returns the next phase's start (phase_clock). Without timing it does nothing."""
     if p.phase_timing != 0:
         world_sync()
         if lane == 0:
             k = w * PHASE_COUNT + phase
             p.phase_cycles[k] = p.phase_cycles[k] + (block_clock() - t0)
-    return block_clock()
+    return phase_clock(p)
 
 
 # --------------------------------------------------------------------------------------------------- operators
@@ -186,7 +194,7 @@ def saddle_product_world(
     matrix; kinematic particles have identity rows. mass_xv = M x_v, which the row gathers turn back into x_v."""
     lanes = world_lanes()
     n = m.particle_count
-    t = block_clock()
+    t = phase_clock(p)
     for i in range(lane, n, lanes):
         k = w * n + i
         mp = p.mass[i]
@@ -228,7 +236,7 @@ def saddle_preconditioner_world(
     (kernels/body_precond.py)."""
     lanes = world_lanes()
     n = m.particle_count
-    t = block_clock()
+    t = phase_clock(p)
     if p.use_coarse != 0:
         chunks = p.node_chunk_start[p.nodes]
         for c in range(lane, chunks, lanes):  # Pᵀr in chunks of the nodes' lists, then a lane per node
@@ -524,13 +532,13 @@ def minres_solve_world(
         r = p.b
         if k >= 0:
             saddle_product_world(w, lane, m, b, s, p, p.v, p.y, 0)
-            t = block_clock()
+            t = phase_clock(p)
             alfa = minres_lanczos(w, lane, n, R, p.skip_start, p.skip_count, -1.0, sc, p.v, p.y, p.r1, p.r2)
             world_sync()
             phase_mark(w, lane, p, LANCZOS, t)
             r = p.r2
         saddle_preconditioner_world(w, lane, m, b, s, p, r, p.y)
-        t = block_clock()
+        t = phase_clock(p)
         if k < 0:
             sc = minres_start(w, lane, n, R, p.skip_start, p.skip_count, p.b, p.y, p.x, p.r1, p.r2, p.w1, p.w2, p.v)
         else:
