@@ -52,9 +52,9 @@ def kernels_source_digest(folder: Path | None = None) -> str:
 def stage_register_cap() -> dict:
     """The CUDA register cap of the stage kernels from the environment variable SOFTSNAKE_CUDA_MAX_REGISTERS (unset:
     none, the compiler's choice). A GPU experiment's knob: without a cap the solve kernels take 150–255 registers
-    per lane, which leaves room for one 256-lane block per multiprocessor and none of 512; a cap of 128 allows 512
-    lanes (or two 256-lane worlds per multiprocessor), 64 allows 1024, at the cost of spills (benchmarks/gpu_check.py,
-    blocks)."""
+    per lane, which leaves room for one 256-lane block per multiprocessor; a cap of 128 fits two, at the cost of
+    spills (benchmarks/gpu_check.py, blocks). Larger blocks are out of reach anyway: the collision stage's tiles
+    take 36 KB of static shared memory at 256 lanes and would need 70 KB, above the 48 KB limit, at 512."""
     value = os.environ.get("SOFTSNAKE_CUDA_MAX_REGISTERS", "").strip()
     if not value:
         return {}

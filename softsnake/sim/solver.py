@@ -58,7 +58,7 @@ CPU_CAPTURE = tuple(int(p) for p in wp.config.version.split(".")[:2]) >= (1, 14)
 
 
 #: the block sizes SolverConfig.block_dim takes (0: automatic)
-BLOCK_DIMS = (0, 32, 64, 128, 256, 512, 1024)
+BLOCK_DIMS = (0, 32, 64, 128, 256)
 
 
 @dataclass
@@ -103,8 +103,8 @@ class SolverConfig:
     #: also on the CPU, with Warp's CPU capture (Warp >= 1.14; marked experimental by Warp, so off by default; the
     #: environment variable SOFTSNAKE_CPU_CAPTURE=1 turns it on). A step is ~20 launches, so it saves little.
     cpu_graph_capture: bool = field(default_factory=lambda: os.environ.get("SOFTSNAKE_CPU_CAPTURE", "") == "1")
-    #: lanes of the thread block that runs one world on a GPU (kernels/block.py; 0: 256); the CPU runs one lane.
-    #: 512 and 1024 need a register cap (kernels/block.py, stage_register_cap), else the launch fails
+    #: lanes of the thread block that runs one world on a GPU (kernels/block.py; 0: 256); the CPU runs one lane. At
+    #: most 256: the stages' registers and the collision stage's shared memory leave no room for more
     block_dim: int = 0
     #: "primal": tets are elastic forces of the positions and each Newton iteration solves the saddle-point system of
     #: particle velocities and the other rows' multipliers with two-level-preconditioned MINRES (docs/solver.md);
@@ -151,7 +151,7 @@ class SolverConfig:
         if self.fem not in ("primal", "dual"):
             raise ValueError(f"fem must be 'primal' or 'dual', got {self.fem!r}")
         if isinstance(self.block_dim, bool) or self.block_dim not in BLOCK_DIMS:
-            raise ValueError(f"block_dim must be 0 (automatic), 32, 64, 128, 256, 512 or 1024, got {self.block_dim!r}")
+            raise ValueError(f"block_dim must be 0 (automatic), 32, 64, 128 or 256, got {self.block_dim!r}")
         if isinstance(self.coarse_cells, bool) or int(self.coarse_cells) != self.coarse_cells or self.coarse_cells < 0:
             raise ValueError(f"coarse_cells must be an integer ≥ 0, got {self.coarse_cells!r}")
         if (
