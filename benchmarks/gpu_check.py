@@ -144,30 +144,14 @@ BLOCK_VARIANTS = (
 )
 
 _BLOCK_RUN = """
-import dataclasses, json, sys, time
-import numpy as np
-import warp as wp
-from softsnake.experiments.gait import default_gait
+import dataclasses, json, sys
+from softsnake.experiments.bench import bench_snakes
 from softsnake.robots.snake import SnakeConfig
-from softsnake.robots.snake_sim import SnakeSim
 lanes, snakes, frames = (int(a) for a in sys.argv[1:4])
 cfg = SnakeConfig()
-cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=lanes, check_finite=False))
-sim = SnakeSim(worlds=snakes, device=sys.argv[4], config=cfg)
-gait = default_gait()
-def frame():
-    sim.set_pressure_targets(np.clip(gait.targets(sim.time, sim.links), -cfg.p_max_psi, cfg.p_max_psi))
-    sim.step()
-for _ in range(3):
-    frame()
-wp.synchronize_device(sim.device)
-t0 = time.perf_counter()
-for _ in range(frames):
-    frame()
-wp.synchronize_device(sim.device)
-ms = 1e3 * (time.perf_counter() - t0) / frames
-q = sim.state.particle_q.numpy()[: sim.model.particle_count]
-print(json.dumps(dict(ms_per_frame=ms, com=q.mean(axis=0).tolist())))
+cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=lanes))
+r = bench_snakes(snakes, frames, device=sys.argv[4], config=cfg)
+print(json.dumps(dict(ms_per_frame=r["ms_total"], com=r["com_world0"])))
 """
 
 

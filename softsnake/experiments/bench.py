@@ -88,7 +88,8 @@ def bench_snakes(
     wp.synchronize_device(sim.device)
     assembly = (time.perf_counter() - t0) / reps
     launches = launches_per_step(solver, sim.state, sim.control)
-    if not np.all(np.isfinite(sim.com())):
+    com = sim.com()
+    if not np.all(np.isfinite(com)):
         raise FloatingPointError("non-finite state during the benchmark: refusing to report")
     sim_seconds = cfg.frame_dt
     memory_mb, memory_kind = peak_memory(sim.device)
@@ -114,6 +115,7 @@ def bench_snakes(
         peak_memory_mb=memory_mb,
         memory_kind=memory_kind,
         paper_ms_total=PAPER_TABLE_II.get(snakes, (None, None, None))[2],
+        com_world0=com[0].tolist(),  # the first snake's centre of mass at the end [m] (runs compared by it)
     )
 
 
