@@ -356,6 +356,7 @@ class Model:
         bd.body_incidence = arr(np.asarray(codes, dtype=np.int64)[order], int)
         # each list cut into chunks that lanes of a world sum side by side (list_chunk)
         chunk_start, chunk_first, chunk_end = chunk_lists(start, self.list_chunk)
+        self.body_chunks = int(chunk_start[-1])  # chunks of all bodies' lists, per world
         bd.body_chunk_start, bd.chunk_first, bd.chunk_end = (arr(a, int) for a in (chunk_start, chunk_first, chunk_end))
         return bd
 

@@ -278,8 +278,7 @@ class Solver:
             wp.zeros(nb, dtype=wp.spatial_vector, device=dev) for _ in range(4)
         )
         s.body_momentum = wp.zeros(nb, dtype=wp.vec3, device=dev)
-        chunks = W * int(m.body_data.body_chunk_start.numpy()[-1]) if m.body_count > 0 else 0
-        s.body_chunk_sum = wp.zeros(max(chunks, 1), dtype=wp.spatial_vector, device=dev)
+        s.body_chunk_sum = wp.zeros(max(W * m.body_chunks, 1), dtype=wp.spatial_vector, device=dev)
         s.lam, s.dlam, s.rhs, s.diag, s.back = (rows() for _ in range(5))
         s.contact_lam_n_prev = wp.zeros(W * m.contact_count, dtype=float, device=dev)
         s.body_contact_lam_n_prev = wp.zeros(W * m.body_contact_count, dtype=float, device=dev)
