@@ -220,7 +220,8 @@ def section_profile(device: str, quick: bool) -> dict:
 
 
 def section_agreement(device: str, quick: bool) -> dict:
-    """The GPU run here; the two CPU runs from benchmarks/gpu_prepare.sh (CARRIED) when they were made with the same
+    """The GPU run here, twice (a step has no sum whose order depends on the lanes' timing, so the two should agree
+    bit for bit); the two CPU runs from benchmarks/gpu_prepare.sh (CARRIED) when they were made with the same
     seconds, arguments, Warp and sources, else here too (``cpu_reference``: "carried" or "computed", and why)."""
     here = Path(__file__).resolve().parent
     sys.path.insert(0, str(here))
@@ -229,9 +230,10 @@ def section_agreement(device: str, quick: bool) -> dict:
     seconds = 0.5 if quick else 2.0
     out, why = {}, {}
     with_tmp = Path(os.environ.get("TMPDIR", "/tmp"))
-    for name, run_device, scale in (("gpu", device, 1.0), ("cpu", "cpu", 1.0), ("cpu_ulp", "cpu", 1.000001)):
+    runs = (("gpu", device, 1.0), ("gpu_repeat", device, 1.0), ("cpu", "cpu", 1.0), ("cpu_ulp", "cpu", 1.000001))
+    for name, run_device, scale in runs:
         carried = CARRIED / f"agreement_{name}.npz"
-        if name != "gpu":
+        if run_device == "cpu":
             why[name] = mismatch(carried, provenance(run_device, seconds, scale))
             if why[name] is None:
                 with np.load(carried) as f:
@@ -253,6 +255,7 @@ def section_agreement(device: str, quick: bool) -> dict:
         seconds=seconds,
         forward_mm={k: 1e3 * forward(k) for k in out},
         gpu_cpu_gap_mm=1e3 * gap("gpu", "cpu"),
+        gpu_repeats_bit_for_bit=bool(np.array_equal(out["gpu"], out["gpu_repeat"])),  # no order-dependent sums
         cpu_roundoff_gap_mm=1e3 * gap("cpu", "cpu_ulp"),
         cpu_reference="computed" if computed else "carried",
         cpu_reference_why=computed,

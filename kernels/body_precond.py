@@ -16,10 +16,20 @@ the clusters (a triangular solve is a chain of dependent steps that one lane wal
 
 import warp as wp
 
-from .data import BodyData, BodyJacobian, Jacobian, ModelData
+from .data import (
+    ATTACHMENT,
+    BODY_CONTACT,
+    JOINT,
+    PARTICLE_BODY,
+    BodyData,
+    BodyJacobian,
+    Jacobian,
+    ModelData,
+    family_element0,
+)
 from .friction import contact_slot_off
 from .rigid import ang, attachment_row0, body_pose, joint_row0, lin, row_effective_mass, spatial, unit
-from .rigid_contact import body_contact_row0, particle_body_row0
+from .rigid_contact import body_contact_row0, particle_body_row0, target_body
 
 # Loops stay loops: add_row (four dense 6×6 block updates) is inlined for every row of every row kind; unrolled, this
 # module took ~3 minutes to compile for CUDA.
@@ -54,37 +64,42 @@ def world_mass_times(b: BodyData, body: int, pose: wp.transform, v: wp.spatial_v
     return spatial(lin(v) * m, I * ang(v))
 
 
+# ----------------------------------------------------------------------------------- the rows' body Jacobians
 @wp.func
-def add_block(
-    H: wp.array(dtype=wp.float64),
-    bb: BodyBlocks,
-    w: int,
-    bi: int,
-    gi: wp.spatial_vector,
-    bj: int,
-    gj: wp.spatial_vector,
-    s: float,
-):
-    """H[bi, bj] += s · gi gjᵀ (both bodies in the same cluster)."""
-    c = bb.body_cluster[bi]
-    n = bb.cluster_dofs[c]
-    base = w * bb.block_size + bb.cluster_offset[c]
-    oi = 6 * bb.body_slot[bi]
-    oj = 6 * bb.body_slot[bj]
-    for a in range(6):
-        for k in range(6):
-            wp.atomic_add(H, base + (oi + a) * n + oj + k, wp.float64(s * gi[a] * gj[k]))
+def attachment_row_jacobian(arm: wp.vec3, r: int) -> wp.spatial_vector:
+    """Row r (the world axis e_r) of an attachment with lever arm ``arm`` [m]: its body part (e_r, arm × e_r)."""
+    ek = unit(r)
+    return spatial(ek, wp.cross(arm, ek))
 
 
 @wp.func
-def add_row(
-    H: wp.array(dtype=wp.float64),
-    bb: BodyBlocks,
-    b: BodyData,
-    w: int,
+def joint_child_jacobian(bj: BodyJacobian, k: int) -> wp.spatial_vector:
+    """Joint row k (world-major, 6 per joint): the child body's part."""
+    return spatial(bj.joint_lin[k], bj.joint_ang_child[k])
+
+
+@wp.func
+def joint_parent_jacobian(bj: BodyJacobian, k: int) -> wp.spatial_vector:
+    """Joint row k: the parent body's part."""
+    return spatial(-bj.joint_lin[k], bj.joint_ang_parent[k])
+
+
+@wp.func
+def contact_row_jacobian(F: wp.mat33, r: int, arm: wp.vec3, sign: float) -> wp.spatial_vector:
+    """Row r (t1, t2, n) of a contact frame F seen from a body whose centre lies −arm from the contact point:
+    sign · (n_r, arm × n_r) (+1 the feature's body, −1 the target's)."""
+    n = wp.vec3(F[r, 0], F[r, 1], F[r, 2])
+    return spatial(n * sign, wp.cross(arm, n) * sign)
+
+
+@wp.func
+def set_body_row_d(
     row: int,
+    b: BodyData,
+    bb: BodyBlocks,
     diag: wp.array(dtype=float),
     row_d: wp.array(dtype=float),
+    row_weight: wp.array(dtype=float),
     ba: int,
     pa: wp.transform,
     ga: wp.spatial_vector,
@@ -92,51 +107,21 @@ def add_row(
     pq: wp.transform,
     gq: wp.spatial_vector,
 ):
-    """One row acting on bodies ba (and bq, −1: none) with Jacobian parts ga, gq: D of the row and its H terms."""
+    """D of one row acting on bodies (its diagonal where the body part vanishes) and its weight in H, 1/D (0 where
+    the body part vanishes: the row adds nothing to H)."""
     part = row_effective_mass(b, ba, pa, lin(ga), ang(ga)) + row_effective_mass(b, bq, pq, lin(gq), ang(gq))
-    if part <= 0.0:
+    if part > 0.0:
+        d = wp.max(diag[row] - part, bb.floor * part)  # the rest, floored at ε × the body part
+        row_d[row] = d
+        row_weight[row] = 1.0 / d
+    else:
         row_d[row] = diag[row]
-        return
-    d = wp.max(diag[row] - part, bb.floor * part)
-    row_d[row] = d
-    s = 1.0 / d
-    if ba >= 0:
-        add_block(H, bb, w, ba, ga, ba, ga, s)
-    if bq >= 0:
-        add_block(H, bb, w, bq, gq, bq, gq, s)
-        if ba >= 0:
-            add_block(H, bb, w, ba, ga, bq, gq, s)
-            add_block(H, bb, w, bq, gq, ba, ga, s)
+        row_weight[row] = 0.0
 
 
+# ------------------------------------------------------------------------------- D of the rows acting on bodies
 @wp.func
-def body_mass_block(
-    tid: int,
-    b: BodyData,
-    bb: BodyBlocks,
-    h: float,
-    bx_start: wp.array(dtype=wp.transform),
-    bv: wp.array(dtype=wp.spatial_vector),
-    H: wp.array(dtype=wp.float64),
-):
-    """H[i, i] += M_b of body ``tid`` (world-major; world inertia at the iterate's pose); H was zeroed."""
-    w = tid // b.body_count
-    i = tid - w * b.body_count
-    pose = body_pose(b, i, w, bx_start, bv, h)
-    for a in range(6):
-        e = wp.spatial_vector()
-        e[a] = 1.0
-        col = world_mass_times(b, i, pose, e)
-        c = bb.body_cluster[i]
-        n = bb.cluster_dofs[c]
-        base = w * bb.block_size + bb.cluster_offset[c]
-        o = 6 * bb.body_slot[i]
-        for k in range(6):
-            wp.atomic_add(H, base + (o + k) * n + o + a, wp.float64(col[k]))
-
-
-@wp.func
-def attachment_and_joint_block(
+def attachment_and_joint_row_d(
     tid: int,
     m: ModelData,
     b: BodyData,
@@ -147,9 +132,9 @@ def attachment_and_joint_block(
     bv: wp.array(dtype=wp.spatial_vector),
     diag: wp.array(dtype=float),
     row_d: wp.array(dtype=float),
-    H: wp.array(dtype=wp.float64),
+    row_weight: wp.array(dtype=float),
 ):
-    """The H terms and D of attachment or joint ``tid`` (world-major over attachments, then joints)."""
+    """D and weight of the rows of attachment or joint ``tid`` (world-major over attachments, then joints)."""
     per_world = b.attachment_count + b.joint_count
     w = tid // per_world
     e = tid - w * per_world
@@ -159,22 +144,8 @@ def attachment_and_joint_block(
         arm = bj.attachment_arm[w * b.attachment_count + e]
         row0 = attachment_row0(m, b, w, e)
         for r in range(3):
-            ek = unit(r)
-            add_row(
-                H,
-                bb,
-                b,
-                w,
-                row0 + r,
-                diag,
-                row_d,
-                i,
-                pose,
-                spatial(ek, wp.cross(arm, ek)),
-                -1,
-                pose,
-                wp.spatial_vector(),
-            )
+            g = attachment_row_jacobian(arm, r)
+            set_body_row_d(row0 + r, b, bb, diag, row_d, row_weight, i, pose, g, -1, pose, wp.spatial_vector())
     else:
         j = e - b.attachment_count
         ip = b.joint_parent[j]
@@ -184,26 +155,13 @@ def attachment_and_joint_block(
         row0 = joint_row0(m, b, w, j)
         for r in range(6):
             k = (w * b.joint_count + j) * 6 + r
-            l = bj.joint_lin[k]
-            add_row(
-                H,
-                bb,
-                b,
-                w,
-                row0 + r,
-                diag,
-                row_d,
-                ic,
-                pc,
-                spatial(l, bj.joint_ang_child[k]),
-                ip,
-                pp,
-                spatial(-l, bj.joint_ang_parent[k]),
-            )
+            gc = joint_child_jacobian(bj, k)
+            gp = joint_parent_jacobian(bj, k)
+            set_body_row_d(row0 + r, b, bb, diag, row_d, row_weight, ic, pc, gc, ip, pp, gp)
 
 
 @wp.func
-def body_contact_block(
+def body_contact_slot_row_d(
     tid: int,
     m: ModelData,
     b: BodyData,
@@ -214,9 +172,9 @@ def body_contact_block(
     bv: wp.array(dtype=wp.spatial_vector),
     diag: wp.array(dtype=float),
     row_d: wp.array(dtype=float),
-    H: wp.array(dtype=wp.float64),
+    row_weight: wp.array(dtype=float),
 ):
-    """The H terms and D of body contact slot ``tid`` (an empty slot: D = its diagonal)."""
+    """D and weight of the rows of body contact slot ``tid`` (an empty slot: its diagonal)."""
     w = tid // b.body_contact_count
     k = tid - w * b.body_contact_count
     F = bj.contact_frame[tid]
@@ -224,24 +182,28 @@ def body_contact_block(
     if contact_slot_off(F):
         for r in range(3):
             row_d[row0 + r] = diag[row0 + r]
+            row_weight[row0 + r] = 0.0
         return
     f = k // b.target_count
-    t = k - f * b.target_count
     ia = b.feature_body[f]
-    ib = int(-1)
-    if t >= m.shape_count:
-        ib = b.body_shape_body[b.target_body_shape[t - m.shape_count]]
+    ib = target_body(m, b, k - f * b.target_count)
     pa = body_pose(b, ia, w, bx_start, bv, h)
     pb = body_pose(b, ib, w, bx_start, bv, h)
     for r in range(3):
-        n = wp.vec3(F[r, 0], F[r, 1], F[r, 2])
-        ga = spatial(n, wp.cross(bj.contact_arm_a[tid], n))
-        gb = spatial(-n, -wp.cross(bj.contact_arm_b[tid], n))
-        add_row(H, bb, b, w, row0 + r, diag, row_d, ia, pa, ga, ib, pb, gb)
+        ga = contact_row_jacobian(F, r, bj.contact_arm_a[tid], 1.0)
+        gb = contact_row_jacobian(F, r, bj.contact_arm_b[tid], -1.0)
+        set_body_row_d(row0 + r, b, bb, diag, row_d, row_weight, ia, pa, ga, ib, pb, gb)
 
 
 @wp.func
-def particle_body_block(
+def particle_body_shape_body(m: ModelData, b: BodyData, k: int) -> int:
+    """The body of the shape of particle–body-shape slot k (one world's numbering)."""
+    nbs = m.particle_body_count // m.particle_count
+    return b.body_shape_body[b.particle_target_shape[k - (k // nbs) * nbs]]
+
+
+@wp.func
+def particle_body_slot_row_d(
     tid: int,
     m: ModelData,
     b: BodyData,
@@ -252,9 +214,9 @@ def particle_body_block(
     bv: wp.array(dtype=wp.spatial_vector),
     diag: wp.array(dtype=float),
     row_d: wp.array(dtype=float),
-    H: wp.array(dtype=wp.float64),
+    row_weight: wp.array(dtype=float),
 ):
-    """The H terms and D of particle–body-shape slot ``tid``."""
+    """D and weight of the rows of particle–body-shape slot ``tid``."""
     w = tid // m.particle_body_count
     k = tid - w * m.particle_body_count
     row0 = particle_body_row0(m, w, k)
@@ -262,29 +224,176 @@ def particle_body_block(
     if contact_slot_off(F):
         for r in range(3):
             row_d[row0 + r] = diag[row0 + r]
+            row_weight[row0 + r] = 0.0
         return
-    nbs = m.particle_body_count // m.particle_count
-    p = k // nbs
-    s = b.particle_target_shape[k - p * nbs]
-    ib = b.body_shape_body[s]
+    ib = particle_body_shape_body(m, b, k)
     pose = body_pose(b, ib, w, bx_start, bv, h)
     for r in range(3):
-        n = wp.vec3(F[r, 0], F[r, 1], F[r, 2])
-        add_row(
-            H,
-            bb,
-            b,
-            w,
-            row0 + r,
-            diag,
-            row_d,
-            ib,
-            pose,
-            spatial(-n, -wp.cross(jac.pb_arm[tid], n)),
-            -1,
-            pose,
-            wp.spatial_vector(),
-        )
+        g = contact_row_jacobian(F, r, jac.pb_arm[tid], -1.0)
+        set_body_row_d(row0 + r, b, bb, diag, row_d, row_weight, ib, pose, g, -1, pose, wp.spatial_vector())
+
+
+# --------------------------------------------------------------------- H, summed per body row in a fixed order
+@wp.func
+def add_row_terms(
+    out: wp.array(dtype=wp.float64),
+    first: int,
+    bb: BodyBlocks,
+    weight: float,
+    i: int,
+    gi: wp.spatial_vector,
+    q: int,
+    gq: wp.spatial_vector,
+):
+    """One row acting on body i (part gi) and q (part gq; −1: none) with weight 1/D: its terms of H's rows (i, a),
+    gi[a]/D · (gi, gq), added at the columns of i and q in their cluster (``out[first + a · max_dofs + column]``)."""
+    if weight != 0.0:
+        oi = 6 * bb.body_slot[i]
+        oq = 6 * bb.body_slot[wp.max(q, 0)]
+        for a in range(6):
+            coef = weight * gi[a]  # each term rounded in float32, as the rows are; the sums in float64
+            row = first + a * bb.max_dofs
+            for k in range(6):
+                out[row + oi + k] = out[row + oi + k] + wp.float64(coef * gi[k])
+            if q >= 0:
+                for k in range(6):
+                    out[row + oq + k] = out[row + oq + k] + wp.float64(coef * gq[k])
+
+
+@wp.func
+def body_block_chunk(
+    w: int,
+    c: int,
+    m: ModelData,
+    b: BodyData,
+    bj: BodyJacobian,
+    jac: Jacobian,
+    bb: BodyBlocks,
+    row_weight: wp.array(dtype=float),
+    partial: wp.array(dtype=wp.float64),
+):
+    """Σ over chunk c of body i's incidence list of the rows' terms of H's rows (i, 0…5), J_bᵀ D⁻¹ J_b with the
+    rows' weights 1/D (set_body_row_d): written in list order, by this lane alone, to partial[(w · chunks + c) · 6 +
+    a, :max_dofs], which body_block_entry adds chunk by chunk, so that H is the same sum whatever the lanes (no
+    atomics)."""
+    chunks = b.body_chunk_start[b.body_count]
+    i = b.chunk_body[c]
+    first = (w * chunks + c) * 6 * bb.max_dofs
+    for k in range(6 * bb.max_dofs):
+        partial[first + k] = wp.float64(0.0)
+    first_joint = family_element0(m, JOINT)
+    first_body_contact = family_element0(m, BODY_CONTACT)
+    first_particle_body = family_element0(m, PARTICLE_BODY)
+    none = wp.spatial_vector()
+    for entry in range(b.chunk_first[c], b.chunk_end[c]):
+        code = b.body_incidence[entry]
+        e = code // 4
+        role = code - 4 * e
+        if e < first_joint:
+            k = e - family_element0(m, ATTACHMENT)
+            arm = bj.attachment_arm[w * b.attachment_count + k]
+            row0 = attachment_row0(m, b, w, k)
+            for r in range(3):
+                g = attachment_row_jacobian(arm, r)
+                add_row_terms(partial, first, bb, row_weight[row0 + r], i, g, -1, none)
+        elif e >= first_particle_body:
+            k = e - first_particle_body
+            kk = w * m.particle_body_count + k
+            F = jac.pb_frame[kk]
+            if not contact_slot_off(F):
+                row0 = particle_body_row0(m, w, k)
+                for r in range(3):
+                    g = contact_row_jacobian(F, r, jac.pb_arm[kk], -1.0)
+                    add_row_terms(partial, first, bb, row_weight[row0 + r], i, g, -1, none)
+        elif e >= first_body_contact:
+            k = e - first_body_contact
+            kk = w * b.body_contact_count + k
+            F = bj.contact_frame[kk]
+            if not contact_slot_off(F):
+                f = k // b.target_count
+                q = b.feature_body[f]  # role 1: this body is the target's, the other the feature's
+                if role == 0:
+                    q = target_body(m, b, k - f * b.target_count)
+                row0 = body_contact_row0(m, b, w, k)
+                for r in range(3):
+                    ga = contact_row_jacobian(F, r, bj.contact_arm_a[kk], 1.0)
+                    gb = contact_row_jacobian(F, r, bj.contact_arm_b[kk], -1.0)
+                    if role == 0:
+                        add_row_terms(partial, first, bb, row_weight[row0 + r], i, ga, q, gb)
+                    else:
+                        add_row_terms(partial, first, bb, row_weight[row0 + r], i, gb, q, ga)
+        else:
+            j = e - first_joint
+            q = b.joint_child[j]  # role 1: this body is the parent, the other the child
+            if role != 1:
+                q = b.joint_parent[j]
+            row0 = joint_row0(m, b, w, j)
+            for r in range(6):
+                k = (w * b.joint_count + j) * 6 + r
+                gc = joint_child_jacobian(bj, k)
+                gp = joint_parent_jacobian(bj, k)
+                if role == 1:
+                    add_row_terms(partial, first, bb, row_weight[row0 + r], i, gp, q, gc)
+                else:
+                    add_row_terms(partial, first, bb, row_weight[row0 + r], i, gc, q, gp)
+
+
+@wp.func
+def body_mass_entry(
+    b: BodyData,
+    i: int,
+    w: int,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    h: float,
+    a: int,
+    c: int,
+) -> float:
+    """Entry (a, c) of body i's M_b at the iterate's pose: m δ_ac on the linear dofs, the world inertia R I Rᵀ on
+    the angular ones (rows a, c of R: r_aᵀ I r_c), 0 between them."""
+    if a < 3 and c < 3:
+        if a == c and b.body_inv_mass[i] > 0.0:
+            return 1.0 / b.body_inv_mass[i]
+        return 0.0
+    if a < 3 or c < 3:
+        return 0.0
+    R = wp.quat_to_matrix(wp.transform_get_rotation(body_pose(b, i, w, bx_start, bv, h)))
+    ra = wp.vec3(R[a - 3, 0], R[a - 3, 1], R[a - 3, 2])
+    rc = wp.vec3(R[c - 3, 0], R[c - 3, 1], R[c - 3, 2])
+    return wp.dot(ra, b.body_inertia[i] * rc)
+
+
+@wp.func
+def body_block_entry(
+    w: int,
+    item: int,
+    b: BodyData,
+    bb: BodyBlocks,
+    h: float,
+    bx_start: wp.array(dtype=wp.transform),
+    bv: wp.array(dtype=wp.spatial_vector),
+    partial: wp.array(dtype=wp.float64),
+    H: wp.array(dtype=wp.float64),
+):
+    """H = M_b + J_bᵀ D⁻¹ J_b at row (body dof q, column k of its cluster), item = q · max_dofs + k: the body's mass
+    block plus its chunks' partial sums (body_block_chunk) added in order. Every entry of every cluster block is
+    written, each by one lane."""
+    q = item // bb.max_dofs
+    col = item - q * bb.max_dofs
+    dof = cluster_dof(b, bb, q)
+    n = bb.cluster_dofs[dof[0]]
+    if col >= n:
+        return
+    i = q // 6
+    a = q - 6 * i
+    acc = wp.float64(0.0)
+    o = 6 * bb.body_slot[i]
+    if col >= o and col < o + 6:  # M_b: the body's own 6 × 6 block
+        acc = wp.float64(body_mass_entry(b, i, w, bx_start, bv, h, a, col - o))
+    chunks = b.body_chunk_start[b.body_count]
+    for c in range(b.body_chunk_start[i], b.body_chunk_start[i + 1]):
+        acc += partial[((w * chunks + c) * 6 + a) * bb.max_dofs + col]
+    H[w * bb.block_size + dof[1] + dof[2] * n + col] = acc
 
 
 @wp.func

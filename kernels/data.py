@@ -145,6 +145,7 @@ class BodyData:
     body_chunk_start: wp.array(dtype=int)
     chunk_first: wp.array(dtype=int)
     chunk_end: wp.array(dtype=int)
+    chunk_body: wp.array(dtype=int)  # the body whose list chunk c cuts
 
     attachment_particle: wp.array(dtype=int)
     attachment_body: wp.array(dtype=int)

@@ -268,11 +268,9 @@ def assemble_body_row(
     row_compliance: wp.array(dtype=float),
     rhs: wp.array(dtype=float),
     diag: wp.array(dtype=float),
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
+) -> float:
     """The rows of attachment or joint ``tid`` (world-major over attachments then joints) at the iterate; their
-    Jacobians are taken at the start of the step. residual_sq[residual_base + w] += Σφ²."""
+    Jacobians are taken at the start of the step. Returns its rows' Σφ² (its part of the world's merit)."""
     per_world = b.attachment_count + b.joint_count
     w = tid // per_world
     e = tid - w * per_world
@@ -421,8 +419,9 @@ def assemble_body_row(
                 row_effective_mass(b, ip, pose_p, -l, ap) + row_effective_mass(b, ic, pose_c, l, ac) + comp + 1.0e-12
             )
             res += phi * phi
-    if res > 0.0:
-        wp.atomic_add(residual_sq, residual_base + w, res)
+    if res > 0.0:  # (a NaN stays out of the merit)
+        return res
+    return 0.0
 
 
 @wp.func

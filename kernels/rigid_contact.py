@@ -122,12 +122,11 @@ def assemble_body_contact(
     row_compliance: wp.array(dtype=float),
     rhs: wp.array(dtype=float),
     diag: wp.array(dtype=float),
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
+) -> float:
     """Body contact slot ``tid`` (world-major). linearise = 1: contact point (feature frame), frame and lever arms of
     the step at the poses x⁻ + h·v_lin, and whether the slot is a candidate (others get zero multipliers); no rows.
-    linearise = 0: rows at the iterate with those frozen Jacobians (chord Newton, as for the particle rows)."""
+    linearise = 0: rows at the iterate with those frozen Jacobians (chord Newton, as for the particle rows). Returns
+    its rows' Σφ² (its part of the world's merit; 0 when linearising)."""
     w = tid // b.body_contact_count
     k = tid - w * b.body_contact_count
     f = k // b.target_count
@@ -174,7 +173,7 @@ def assemble_body_contact(
         if rim_off or ib == ia or b.body_inv_mass[ia] <= 0.0 or (gap > contact.margin and lam[row0 + 2] <= 0.0):
             bjac.contact_frame[kk] = wp.mat33()
             release_contact_slot(row0, lam)
-            return
+            return 0.0
         p = point - n * radius
         arm_b = wp.vec3()
         if ib >= 0:
@@ -198,7 +197,7 @@ def assemble_body_contact(
         bjac.contact_arm_b[kk] = arm_b
         bjac.contact_mu[kk] = mu
         bjac.contact_point[kk] = wp.vec4(local[0], local[1], local[2], radius)
-        return
+        return 0.0
     frame = bjac.contact_frame[kk]
     res = float(0.0)
     if contact_slot_off(frame):
@@ -252,8 +251,9 @@ def assemble_body_contact(
             rhs,
             diag,
         )
-    if res > 0.0:
-        wp.atomic_add(residual_sq, residual_base + w, res)
+    if res > 0.0:  # (a NaN stays out of the merit)
+        return res
+    return 0.0
 
 
 @wp.func
@@ -364,9 +364,7 @@ def assemble_particle_body_contact(
     jac: Jacobian,
     rhs: wp.array(dtype=float),
     diag: wp.array(dtype=float),
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
+) -> float:
     """Particle–body-shape slot ``tid`` (world-major); linearise as in :func:`assemble_body_contact`."""
     w = tid // m.particle_body_count
     k = tid - w * m.particle_body_count
@@ -402,7 +400,7 @@ def assemble_particle_body_contact(
         else:
             jac.pb_frame[tid] = wp.mat33()
             release_contact_slot(row0, lam)
-        return
+        return 0.0
     frame = jac.pb_frame[tid]
     res = float(0.0)
     if contact_slot_off(frame):
@@ -434,8 +432,9 @@ def assemble_particle_body_contact(
             rhs,
             diag,
         )
-    if res > 0.0:
-        wp.atomic_add(residual_sq, residual_base + w, res)
+    if res > 0.0:  # (a NaN stays out of the merit)
+        return res
+    return 0.0
 
 
 @wp.func

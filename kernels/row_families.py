@@ -9,7 +9,7 @@ of the world's block (kernels/block.py), one per stage that concerns it:
     assemble   its rows at the iterate: right-hand side, Schur diagonal, compliance, merit
     gather     y = J M⁻¹ p + C x on its rows (the products of both formulations)
     project    its friction cone projection (contact families)
-    body_block its terms of the rows' rigid-body preconditioner (families that act on bodies)
+    body_row_d its rows' D in the rows' rigid-body preconditioner (families that act on bodies)
 
 A family leaves out what does not concern it (the ``no_*`` functions). The stage functions in world_rows.py,
 step_primal.py and step_body_blocks.py loop over this table at code generation (``wp.static``), so a new family is
@@ -21,7 +21,7 @@ acts on particles or bodies, its Jᵀx part is a branch of ``particle_transpose_
 import warp as wp
 
 from .block import world_lanes
-from .body_precond import BodyBlocks, attachment_and_joint_block, body_contact_block, particle_body_block
+from .body_precond import BodyBlocks, attachment_and_joint_row_d, body_contact_slot_row_d, particle_body_slot_row_d
 from .data import (
     ATTACHMENT,
     BODY_CONTACT,
@@ -84,10 +84,8 @@ def no_assemble(
     s: StepData,
     newton_iteration: int,
     primal_fem: int,
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
-    pass
+) -> float:
+    return 0.0
 
 
 @wp.func
@@ -111,15 +109,15 @@ def no_project(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, active
 
 
 @wp.func
-def no_body_block(
+def no_body_row_d(
     w: int,
     lane: int,
     m: ModelData,
     b: BodyData,
     s: StepData,
     bb: BodyBlocks,
-    H: wp.array(dtype=wp.float64),
     row_d: wp.array(dtype=float),
+    row_weight: wp.array(dtype=float),
 ):
     pass
 
@@ -130,7 +128,7 @@ NO_FUNCTION = dict(
     assemble=no_assemble,
     gather=no_gather,
     project=no_project,
-    body_block=no_body_block,
+    body_row_d=no_body_row_d,
 )
 
 
@@ -157,8 +155,6 @@ def particle_elements_linearise(w: int, lane: int, first: int, last: int, m_rows
             s.jac,
             s.rhs,
             s.diag,
-            s.scratch_residual,
-            0,
             s.tet_force,
         )
 
@@ -173,12 +169,11 @@ def particle_elements_assemble(
     s: StepData,
     newton_iteration: int,
     primal_fem: int,
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
+) -> float:
     n = m_rows.element_count
+    acc = float(0.0)
     for e in range(first + lane, last, world_lanes()):
-        assemble_particle_element(
+        acc += assemble_particle_element(
             w * n + e,
             m_rows,
             s.contact,
@@ -196,10 +191,9 @@ def particle_elements_assemble(
             s.jac,
             s.rhs,
             s.diag,
-            residual_sq,
-            residual_base,
             s.tet_force,
         )
+    return acc
 
 
 @wp.func
@@ -235,11 +229,9 @@ def distance_assemble(
     s: StepData,
     newton_iteration: int,
     primal_fem: int,
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
+) -> float:
     first = family_element0(m_rows, DISTANCE)
-    particle_elements_assemble(
+    return particle_elements_assemble(
         w,
         lane,
         first,
@@ -248,8 +240,6 @@ def distance_assemble(
         s,
         newton_iteration,
         primal_fem,
-        residual_sq,
-        residual_base,
     )
 
 
@@ -286,11 +276,9 @@ def tet_assemble(
     s: StepData,
     newton_iteration: int,
     primal_fem: int,
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
+) -> float:
     first = family_element0(m_rows, TET)
-    particle_elements_assemble(
+    return particle_elements_assemble(
         w,
         lane,
         first,
@@ -299,8 +287,6 @@ def tet_assemble(
         s,
         newton_iteration,
         primal_fem,
-        residual_sq,
-        residual_base,
     )
 
 
@@ -337,13 +323,9 @@ def contact_assemble(
     s: StepData,
     newton_iteration: int,
     primal_fem: int,
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
+) -> float:
     first = family_element0(m_rows, CONTACT)
-    particle_elements_assemble(
-        w, lane, first, m_rows.element_count, m_rows, s, newton_iteration, primal_fem, residual_sq, residual_base
-    )
+    return particle_elements_assemble(w, lane, first, m_rows.element_count, m_rows, s, newton_iteration, primal_fem)
 
 
 @wp.func
@@ -380,14 +362,13 @@ def body_rows_assemble(
     m_attach: ModelData,
     b: BodyData,
     s: StepData,
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
+) -> float:
     n = b.attachment_count + b.joint_count
+    acc = float(0.0)
     for k in range(first + lane, last, world_lanes()):
         # the Jacobians are taken at x⁻ (fixed for the step); the linearisation pass writes rows too, which the first
         # iteration writes again
-        assemble_body_row(
+        acc += assemble_body_row(
             w * n + k,
             m_attach,
             b,
@@ -401,9 +382,8 @@ def body_rows_assemble(
             s.jac.row_compliance,
             s.rhs,
             s.diag,
-            residual_sq,
-            residual_base,
         )
+    return acc
 
 
 @wp.func
@@ -439,7 +419,7 @@ def body_rows_gather(
 
 
 @wp.func
-def body_rows_block(
+def body_rows_row_d(
     w: int,
     lane: int,
     first: int,
@@ -448,18 +428,20 @@ def body_rows_block(
     b: BodyData,
     s: StepData,
     bb: BodyBlocks,
-    H: wp.array(dtype=wp.float64),
     row_d: wp.array(dtype=float),
+    row_weight: wp.array(dtype=float),
 ):
     n = b.attachment_count + b.joint_count
     for k in range(first + lane, last, world_lanes()):
-        attachment_and_joint_block(w * n + k, m, b, s.bjac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, H)
+        attachment_and_joint_row_d(
+            w * n + k, m, b, s.bjac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, row_weight
+        )
 
 
 @wp.func
 def attachment_linearise(w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData):
     """Each attachment's lever arm at x⁻ (paper Eq. 6)."""
-    body_rows_assemble(w, lane, 0, b.attachment_count, m_attach, b, s, s.scratch_residual, 0)
+    body_rows_assemble(w, lane, 0, b.attachment_count, m_attach, b, s)
 
 
 @wp.func
@@ -472,10 +454,8 @@ def attachment_assemble(
     s: StepData,
     newton_iteration: int,
     primal_fem: int,
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
-    body_rows_assemble(w, lane, 0, b.attachment_count, m_attach, b, s, residual_sq, residual_base)
+) -> float:
+    return body_rows_assemble(w, lane, 0, b.attachment_count, m_attach, b, s)
 
 
 @wp.func
@@ -494,25 +474,23 @@ def attachment_gather(
 
 
 @wp.func
-def attachment_body_block(
+def attachment_row_d(
     w: int,
     lane: int,
     m: ModelData,
     b: BodyData,
     s: StepData,
     bb: BodyBlocks,
-    H: wp.array(dtype=wp.float64),
     row_d: wp.array(dtype=float),
+    row_weight: wp.array(dtype=float),
 ):
-    body_rows_block(w, lane, 0, b.attachment_count, m, b, s, bb, H, row_d)
+    body_rows_row_d(w, lane, 0, b.attachment_count, m, b, s, bb, row_d, row_weight)
 
 
 @wp.func
 def joint_linearise(w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData):
     """Each joint row's Jacobian at the bodies' poses x⁻."""
-    body_rows_assemble(
-        w, lane, b.attachment_count, b.attachment_count + b.joint_count, m_attach, b, s, s.scratch_residual, 0
-    )
+    body_rows_assemble(w, lane, b.attachment_count, b.attachment_count + b.joint_count, m_attach, b, s)
 
 
 @wp.func
@@ -525,12 +503,8 @@ def joint_assemble(
     s: StepData,
     newton_iteration: int,
     primal_fem: int,
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
-    body_rows_assemble(
-        w, lane, b.attachment_count, b.attachment_count + b.joint_count, m_attach, b, s, residual_sq, residual_base
-    )
+) -> float:
+    return body_rows_assemble(w, lane, b.attachment_count, b.attachment_count + b.joint_count, m_attach, b, s)
 
 
 @wp.func
@@ -551,17 +525,17 @@ def joint_gather(
 
 
 @wp.func
-def joint_body_block(
+def joint_row_d(
     w: int,
     lane: int,
     m: ModelData,
     b: BodyData,
     s: StepData,
     bb: BodyBlocks,
-    H: wp.array(dtype=wp.float64),
     row_d: wp.array(dtype=float),
+    row_weight: wp.array(dtype=float),
 ):
-    body_rows_block(w, lane, b.attachment_count, b.attachment_count + b.joint_count, m, b, s, bb, H, row_d)
+    body_rows_row_d(w, lane, b.attachment_count, b.attachment_count + b.joint_count, m, b, s, bb, row_d, row_weight)
 
 
 # ----------------------------------------------------- contacts on rigid bodies (kernels/rigid_contact.py)
@@ -588,8 +562,6 @@ def body_contact_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s: 
             s.jac.row_compliance,
             s.rhs,
             s.diag,
-            s.scratch_residual,
-            0,
         )
 
 
@@ -603,12 +575,11 @@ def body_contact_assemble(
     s: StepData,
     newton_iteration: int,
     primal_fem: int,
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
+) -> float:
     n = b.body_contact_count
+    acc = float(0.0)
     for k in range(lane, n, world_lanes()):
-        assemble_body_contact(
+        acc += assemble_body_contact(
             w * n + k,
             m_rows,
             b,
@@ -626,9 +597,8 @@ def body_contact_assemble(
             s.jac.row_compliance,
             s.rhs,
             s.diag,
-            residual_sq,
-            residual_base,
         )
+    return acc
 
 
 @wp.func
@@ -661,19 +631,19 @@ def body_contact_project(w: int, lane: int, m: ModelData, b: BodyData, s: StepDa
 
 
 @wp.func
-def body_contact_body_block(
+def body_contact_row_d(
     w: int,
     lane: int,
     m: ModelData,
     b: BodyData,
     s: StepData,
     bb: BodyBlocks,
-    H: wp.array(dtype=wp.float64),
     row_d: wp.array(dtype=float),
+    row_weight: wp.array(dtype=float),
 ):
     n = b.body_contact_count
     for k in range(lane, n, world_lanes()):
-        body_contact_block(w * n + k, m, b, s.bjac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, H)
+        body_contact_slot_row_d(w * n + k, m, b, s.bjac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, row_weight)
 
 
 @wp.func
@@ -700,8 +670,6 @@ def particle_body_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s:
             s.jac,
             s.rhs,
             s.diag,
-            s.scratch_residual,
-            0,
         )
 
 
@@ -715,12 +683,11 @@ def particle_body_assemble(
     s: StepData,
     newton_iteration: int,
     primal_fem: int,
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
+) -> float:
     n = m_rows.particle_body_count
+    acc = float(0.0)
     for k in range(lane, n, world_lanes()):
-        assemble_particle_body_contact(
+        acc += assemble_particle_body_contact(
             w * n + k,
             m_rows,
             b,
@@ -739,9 +706,8 @@ def particle_body_assemble(
             s.jac,
             s.rhs,
             s.diag,
-            residual_sq,
-            residual_base,
         )
+    return acc
 
 
 @wp.func
@@ -774,19 +740,19 @@ def particle_body_project(w: int, lane: int, m: ModelData, b: BodyData, s: StepD
 
 
 @wp.func
-def particle_body_body_block(
+def particle_body_row_d(
     w: int,
     lane: int,
     m: ModelData,
     b: BodyData,
     s: StepData,
     bb: BodyBlocks,
-    H: wp.array(dtype=wp.float64),
     row_d: wp.array(dtype=float),
+    row_weight: wp.array(dtype=float),
 ):
     n = m.particle_body_count
     for k in range(lane, n, world_lanes()):
-        particle_body_block(w * n + k, m, b, s.jac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, H)
+        particle_body_slot_row_d(w * n + k, m, b, s.jac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, row_weight)
 
 
 # ------------------------------------------------------------------------------------------------- the table
@@ -820,7 +786,7 @@ FAMILIES = (
         linearise=attachment_linearise,
         assemble=attachment_assemble,
         gather=attachment_gather,
-        body_block=attachment_body_block,
+        body_row_d=attachment_row_d,
     ),
     RowFamily(
         "joint",
@@ -830,7 +796,7 @@ FAMILIES = (
         linearise=joint_linearise,
         assemble=joint_assemble,
         gather=joint_gather,
-        body_block=joint_body_block,
+        body_row_d=joint_row_d,
     ),
     RowFamily(
         "body_contact",
@@ -841,7 +807,7 @@ FAMILIES = (
         assemble=body_contact_assemble,
         gather=body_contact_gather,
         project=body_contact_project,
-        body_block=body_contact_body_block,
+        body_row_d=body_contact_row_d,
     ),
     RowFamily(
         "particle_body",
@@ -852,7 +818,7 @@ FAMILIES = (
         assemble=particle_body_assemble,
         gather=particle_body_gather,
         project=particle_body_project,
-        body_block=particle_body_body_block,
+        body_row_d=particle_body_row_d,
     ),
 )
 

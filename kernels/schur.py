@@ -64,16 +64,14 @@ def assemble_particle_element(
     jac: Jacobian,
     rhs: wp.array(dtype=float),
     diag: wp.array(dtype=float),
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
     tet_force: wp.array(dtype=wp.vec3),
-):
+) -> float:
     """Element ``tid`` of the particle families (world-major). linearise = 1: compute the step's Jacobians at the
     linearisation point x⁻ + h·v_lin (``jac``) and write no rows. linearise = 0: write the rows (right-hand side −φ at
     the iterate x⁻ + h·v, Schur diagonal, compliance) with the step's frozen Jacobians (a chord Newton method,
-    docs/solver.md); residual_sq[residual_base + w] += Σφ². Primal FEM (primal_fem = 1): the tet's impulse is the
-    constitutive one, J_tᵀλ_t per vertex goes to ``tet_force``. ``shape_mu``: the static shapes' friction of every world
-    (worlds · shapes, Control.shape_mu)."""
+    docs/solver.md) and return their Σφ² (the element's part of the world's merit). Primal FEM (primal_fem = 1): the
+    tet's impulse is the constitutive one, J_tᵀλ_t per vertex goes to ``tet_force``. ``shape_mu``: the static shapes'
+    friction of every world (worlds · shapes, Control.shape_mu)."""
     w = tid // m.element_count
     e = tid - w * m.element_count
     pbase = w * m.particle_count
@@ -90,7 +88,7 @@ def assemble_particle_element(
             # by 1/compliance: no Jacobian, identity row, φ = λ, so the row only releases a carried multiplier
             if linearise != 0:
                 jac.distance_dir[k] = wp.vec3(0.0, 0.0, 0.0)
-                return
+                return 0.0
             jac.row_compliance[r0] = 1.0
             rhs[r0] = -lam[r0]
             diag[r0] = 1.0
@@ -102,7 +100,7 @@ def assemble_particle_element(
                 if wp.length(d0) > 1.0e-12:
                     n0 = wp.normalize(d0)
                 jac.distance_dir[k] = n0
-                return
+                return 0.0
             vi = v[pbase + i]
             vj = v[pbase + j]
             d = (x_start[pbase + i] + vi * h) - (x_start[pbase + j] + vj * h)
@@ -137,7 +135,7 @@ def assemble_particle_element(
                 B,
             )
             jac.tet_rotation[w * m.tet_count + t] = polar_rotation(F0)
-            return
+            return 0.0
         v0 = v[pbase + idx[0]]
         v1 = v[pbase + idx[1]]
         v2 = v[pbase + idx[2]]
@@ -169,7 +167,7 @@ def assemble_particle_element(
                 rhs[row0 + r] = 0.0
                 diag[row0 + r] = 1.0
             write_tet_forces(R, B, lam_t, 4 * (w * m.tet_count + t), tet_force)
-            return
+            return 0.0
         clam = tet_compliance_times(load6(lam, row0), nu, scale)
         i0 = m.particle_inv_mass[idx[0]]
         i1 = m.particle_inv_mass[idx[1]]
@@ -210,7 +208,7 @@ def assemble_particle_element(
                     x_start[pbase + p] + v_lin[pbase + p] * h,
                 )
                 jac.contact_frame[k] = tangent_basis(wp.vec3(sd0[1], sd0[2], sd0[3]), m.shape_rot[s])
-            return
+            return 0.0
         frame = jac.contact_frame[k]
         if contact_slot_off(frame):
             # an empty slot: rows switched off
@@ -239,8 +237,9 @@ def assemble_particle_element(
                 rhs,
                 diag,
             )
-    if res > 0.0:
-        wp.atomic_add(residual_sq, residual_base + w, res)
+    if res > 0.0:  # (a NaN stays out of the merit)
+        return res
+    return 0.0
 
 
 @wp.func

@@ -7,7 +7,8 @@ import warp as wp
 
 from .block import STAGE_MODULE_OPTIONS, world_index, world_lanes, world_sync
 from .body_precond import (
-    body_mass_block,
+    body_block_chunk,
+    body_block_entry,
     cholesky_scale_column,
     cholesky_update_row,
     cluster_dof,
@@ -30,24 +31,27 @@ def factor_body_blocks(
     s: StepData,
     p: PrimalData,
 ):
-    """H = M_b + J_bᵀ D⁻¹ J_b per cluster of bodies at the rows the solve sees, its Cholesky factor (a row per lane,
-    two barriers per column) and from it H⁻¹ (a column per lane): the rows' rigid-body preconditioner
-    (kernels/body_precond.py)."""
+    """H = M_b + J_bᵀ D⁻¹ J_b per cluster of bodies at the rows the solve sees (D per row, then H's rows summed
+    over the bodies' incidence lists in chunks and the chunks in order: no atomics, the same H whatever the lanes),
+    its Cholesky factor (a row per lane, two barriers per column) and from it H⁻¹ (a column per lane): the rows'
+    rigid-body preconditioner (kernels/body_precond.py)."""
     block, thread = wp.tid()
     w, lane = world_index(block, thread)
     lanes = world_lanes()
     bb = p.bb
-    for k in range(lane, bb.block_size, lanes):
-        p.H[w * bb.block_size + k] = wp.float64(0.0)
     R = m.row_count
     for r in range(lane, R, lanes):
         p.row_d[w * R + r] = s.diag[w * R + r]
     world_sync()
+    for f in range(wp.static(len(FAMILIES))):  # D and the weight 1/D of every row acting on a body
+        wp.static(FAMILIES[f].body_row_d)(w, lane, m, b, s, bb, p.row_d, p.t_rows)
+    world_sync()
     n = b.body_count
-    for i in range(lane, n, lanes):
-        body_mass_block(w * n + i, b, bb, s.h, s.body_x_start, s.body_v, p.H)
-    for f in range(wp.static(len(FAMILIES))):  # the H terms and D of every row acting on a body
-        wp.static(FAMILIES[f].body_block)(w, lane, m, b, s, bb, p.H, p.row_d)
+    for c in range(lane, b.body_chunk_start[n], lanes):  # J_bᵀD⁻¹J_b per incidence chunk
+        body_block_chunk(w, c, m, b, s.bjac, s.jac, bb, p.t_rows, p.H_chunk)
+    world_sync()
+    for item in range(lane, 6 * n * bb.max_dofs, lanes):  # H = M_b + the chunks in order, an entry per lane
+        body_block_entry(w, item, b, bb, s.h, s.body_x_start, s.body_v, p.H_chunk, p.H)
     world_sync()
     for c in range(lane, bb.clusters, lanes):
         cluster_jitter(w, c, bb, p.H, p.H_jitter)

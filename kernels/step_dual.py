@@ -66,7 +66,11 @@ def assemble_world(
     residual_sq: wp.array(dtype=float),
     residual_base: int,
 ):
-    assemble_world_rows(w, lane, m, m, b, s, newton_iteration, 0, residual_sq, residual_base)
+    """Rows of world w at the iterate; residual_sq[residual_base + w] += Σφ² (a sum over the world's lanes)."""
+    total = world_sum(assemble_world_rows(w, lane, m, m, b, s, newton_iteration, 0))
+    if lane == 0:
+        residual_sq[residual_base + w] = residual_sq[residual_base + w] + total
+    world_sync()
 
 
 @wp.func

@@ -114,9 +114,10 @@ class PrimalData:
     H: wp.array(dtype=wp.float64)  # per cluster H, then its Cholesky factor L
     H_inv: wp.array(dtype=wp.float64)  # per cluster H⁻¹
     H_jitter: wp.array(dtype=wp.float64)  # per cluster, the pivots' jitter
+    H_chunk: wp.array(dtype=wp.float64)  # H's rows summed per incidence chunk (worlds · chunks · 6 · max_dofs)
     y_body: wp.array(dtype=float)  # H⁻¹ f per body dof (6 per body)
-    row_d: wp.array(dtype=float)
-    t_rows: wp.array(dtype=float)
+    row_d: wp.array(dtype=float)  # D per row (the factor writes it)
+    t_rows: wp.array(dtype=float)  # scratch: the factor's row weights 1/D, then each application's D⁻¹r
     u_rows: wp.array(dtype=float)
     zero_rows: wp.array(dtype=float)
     zero_particles: wp.array(dtype=wp.vec3)
@@ -353,15 +354,14 @@ def assemble_world(
 ):
     """Rows at the iterate (tets: constitutive impulses) and the particles' momentum residual: residual_sq gets
     Σφ² + Σ|r_v/A_pp|² [m²/s²] and p.b the saddle right-hand side (−r_v, −rhs = φ)."""
-    assemble_world_rows(w, lane, p.m_rows, p.m_attach, b, s, newton_iteration, 1, residual_sq, residual_base)
+    acc = assemble_world_rows(w, lane, p.m_rows, p.m_attach, b, s, newton_iteration, 1)
     scatter_world_particles(w, lane, m, s, s.lam, s.tet_force, 1, s.impulse)
     n = m.particle_count
-    acc = float(0.0)
     for i in range(lane, n, world_lanes()):
         acc += particle_residual(w * n + i, i, p.mass, p.diag_v, s.v, p.v_pred, s.impulse, p.b.v)
-    total = world_sum(acc)  # added to the rows' part that the assembly accumulated
+    total = world_sum(acc)  # the rows' and the particles' parts
     if lane == 0:
-        wp.atomic_add(residual_sq, residual_base + w, total)
+        residual_sq[residual_base + w] = residual_sq[residual_base + w] + total
     R = m.row_count
     for k in range(lane, p.free_rows, world_lanes()):
         i = w * R + row_index(k, p.skip_start, p.skip_count)

@@ -3,7 +3,7 @@ products Jᵀx (per particle and per rigid body), the gathers J M⁻¹ p + C x, 
 cone projection. Shared by both formulations' stage kernels (kernels/step_common.py, step_primal.py, step_dual.py).
 
 Each function walks the families in the order of the row-family table (softsnake/sim/rows.py) where the order
-matters (atomic sums into a world's merit) and ends at a barrier, so its results are visible to every lane after it.
+matters (each lane's part of the world's merit is summed in that order) and ends at a barrier, so its results are visible to every lane after it.
 """
 
 import warp as wp
@@ -44,18 +44,18 @@ def assemble_world_rows(
     s: StepData,
     newton_iteration: int,
     primal_fem: int,
-    residual_sq: wp.array(dtype=float),
-    residual_base: int,
-):
+) -> float:
     """Every row of world w at the iterate with the step's Jacobians: right-hand side −φ, Schur diagonal and
-    compliance; residual_sq[residual_base + w] += Σφ² (the families in ASSEMBLY_ORDER). ``m_rows`` is the model the
-    rows are assembled with (the primal step's effective particle masses), ``m_attach`` the one of the attachment rows
-    (docs/solver.md, "Preconditioner"); with ``primal_fem`` the tets' impulses are the constitutive ones."""
+    compliance; returns this lane's part of Σφ² (its rows, the families in ASSEMBLY_ORDER), which the caller sums over
+    the world (world_sum: no atomics, so the merit is the same sum whatever the order the lanes run in). ``m_rows`` is
+    the model the rows are assembled with (the primal step's effective particle masses), ``m_attach`` the one of the
+    attachment rows (docs/solver.md, "Preconditioner"); with ``primal_fem`` the tets' impulses are the constitutive
+    ones."""
+    acc = float(0.0)
     for f in range(wp.static(len(ASSEMBLY_ORDER))):
-        wp.static(ASSEMBLY_ORDER[f].assemble)(
-            w, lane, m_rows, m_attach, b, s, newton_iteration, primal_fem, residual_sq, residual_base
-        )
+        acc += wp.static(ASSEMBLY_ORDER[f].assemble)(w, lane, m_rows, m_attach, b, s, newton_iteration, primal_fem)
     world_sync()
+    return acc
 
 
 @wp.func

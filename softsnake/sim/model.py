@@ -358,6 +358,7 @@ class Model:
         chunk_start, chunk_first, chunk_end = chunk_lists(start, self.list_chunk)
         self.body_chunks = int(chunk_start[-1])  # chunks of all bodies' lists, per world
         bd.body_chunk_start, bd.chunk_first, bd.chunk_end = (arr(a, int) for a in (chunk_start, chunk_first, chunk_end))
+        bd.chunk_body = arr(np.repeat(np.arange(self.body_count), np.diff(chunk_start)), int)
         return bd
 
     @staticmethod

@@ -205,6 +205,7 @@ class PrimalStep:
         p.bb = bb
         p.H, p.H_inv = (wp.zeros(max(W * bb.block_size, 1), dtype=wp.float64, device=dev) for _ in range(2))
         p.H_jitter = wp.zeros(max(W * bb.clusters, 1), dtype=wp.float64, device=dev)
+        p.H_chunk = wp.zeros(max(W * m.body_chunks * 6 * bb.max_dofs, 1), dtype=wp.float64, device=dev)
         p.y_body = wp.zeros(max(6 * W * nb, 1), dtype=float, device=dev)
         nr = W * m.row_count
         # u_rows: the body gathers write the same rows (those acting on a body) every time; the others stay 0
