@@ -3,7 +3,8 @@ products Jᵀx (per particle and per rigid body), the gathers J M⁻¹ p + C x, 
 cone projection. Shared by both formulations' stage kernels (kernels/step_common.py, step_primal.py, step_dual.py).
 
 Each function walks the families in the order of the row-family table (softsnake/sim/rows.py) where the order
-matters (each lane's part of the world's merit is summed in that order) and ends at a barrier, so its results are visible to every lane after it.
+matters (each lane's part of the world's merit is summed in that order) and ends at a barrier, so its results are
+visible to every lane after it.
 """
 
 import warp as wp
