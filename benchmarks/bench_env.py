@@ -5,7 +5,8 @@
 One env-step is one action step of one world (one 1/60 s control frame: 2 solver steps at the real-time budget,
 plus the observation and reward read-back); random actions, the forward-speed task, autoreset on. Each row times
 at least ``--steps`` vector steps and ``--min-seconds`` of wall time after one warm-up step (kernels compiled and
-loaded). Prints a header (date, device, CPU, Warp, load average) and a Markdown table; refuses a non-finite state.
+loaded). ``--processes N`` steps the worlds in N CPU worker processes (``SnakeVectorEnv(processes=N)``). Prints a
+header (date, device, CPU, Warp, load average) and a Markdown table; refuses a non-finite state.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import time
 import numpy as np
 
 
-def measure(worlds: int, snake: str, device: str, steps: int, min_seconds: float) -> dict:
+def measure(worlds: int, snake: str, device: str, steps: int, min_seconds: float, processes: int = 1) -> dict:
     from softsnake.envs import SnakeVectorEnv
     from softsnake.robots.snake import SnakeConfig
 
     cfg = SnakeConfig().with_coarse_mesh() if snake == "coarse" else SnakeConfig()
-    env = SnakeVectorEnv(worlds, config=cfg, device=device, episode_seconds=60.0)
+    env = SnakeVectorEnv(worlds, config=cfg, device=device, episode_seconds=60.0, processes=min(processes, worlds))
     env.reset(seed=0)
     env.action_space.seed(0)
     obs, *_ = env.step(env.action_space.sample())  # warm-up
@@ -32,11 +33,13 @@ def measure(worlds: int, snake: str, device: str, steps: int, min_seconds: float
         obs, *_ = env.step(env.action_space.sample())
         done += 1
     elapsed = time.perf_counter() - start
+    env.close()
     if not np.isfinite(obs).all():
         raise SystemExit(f"non-finite observation with {worlds} worlds ({snake}): not reported")
     return dict(
         worlds=worlds,
         snake=snake,
+        processes=min(processes, worlds),
         vector_steps=done,
         ms_per_vector_step=1e3 * elapsed / done,
         env_steps_per_s=worlds * done / elapsed,
@@ -51,6 +54,7 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--steps", type=int, default=3, help="least vector steps timed per row")
     ap.add_argument("--min-seconds", type=float, default=5.0, help="least wall time per row [s]")
+    ap.add_argument("--processes", type=int, default=1, help="CPU worker processes per environment (default 1)")
     args = ap.parse_args()
     import warp as wp
 
@@ -71,18 +75,19 @@ def main() -> None:
     rows = []
     for snake in snakes:
         for w in worlds:
-            rows.append(measure(w, snake, args.device, args.steps, args.min_seconds))
+            rows.append(measure(w, snake, args.device, args.steps, args.min_seconds, args.processes))
             r = rows[-1]
             print(
                 f"{snake:6s} {w:5d} worlds: {r['ms_per_vector_step']:10.1f} ms per vector step, "
                 f"{r['env_steps_per_s']:8.1f} env-steps/s, real-time factor {r['real_time_factor']:.3f}",
                 flush=True,
             )
-    print("\n| snake | worlds | ms per vector step | env-steps/s | real-time factor (all worlds) |")
-    print("| --- | --- | --- | --- | --- |")
+    print("\n| snake | worlds | processes | ms per vector step | env-steps/s | real-time factor (all worlds) |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(
-            f"| {r['snake']} | {r['worlds']} | {r['ms_per_vector_step']:.1f} | {r['env_steps_per_s']:.1f} | "
+            f"| {r['snake']} | {r['worlds']} | {r['processes']} | {r['ms_per_vector_step']:.1f} | "
+            f"{r['env_steps_per_s']:.1f} | "
             f"{r['real_time_factor']:.3f} |"
         )
 

@@ -3,6 +3,7 @@
     pip install '.[rl]'                                   # Stable-Baselines3 and PyTorch
     python examples/train_ppo.py --out runs/ppo           # the short CPU run of docs/learning.md
     python examples/train_ppo.py --device cuda --worlds 256 --timesteps 491520 --out runs/ppo_gpu    # the full run
+    python examples/train_ppo.py --worlds 256 --timesteps 491520 --processes 16 --out runs/ppo_cpu  # … on 16 cores
     python examples/train_ppo.py --evaluate runs/ppo/policy.zip --out runs/ppo_eval    # the policy at finer budgets
 
 The task is forward speed (reward: speed along the start heading [body lengths/s] per action step); the policy sees
@@ -34,13 +35,19 @@ def parse_args(argv=None):
     p.add_argument("--task", default="speed", choices=("speed", "goal", "heading"))
     p.add_argument("--full", action="store_true", help="the full-resolution snake (default: the coarse one)")
     p.add_argument("--device", default="cpu", help="warp device of the simulation (the policy trains on the CPU)")
+    p.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="CPU worker processes that step shares of the worlds (default 1; the same episodes on more cores)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, required=True, help="output folder")
     p.add_argument("--evaluate", type=Path, metavar="POLICY", help="evaluate this policy.zip instead of training")
     args = p.parse_args(argv)
     if args.evaluate is not None and not args.evaluate.is_file():
         p.error(f"--evaluate: no policy file {args.evaluate}")
-    for name in ("worlds", "timesteps", "n_steps", "action_frames"):
+    for name in ("worlds", "timesteps", "n_steps", "action_frames", "processes"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be ≥ 1")
     if not args.episode_seconds > 0:
@@ -74,6 +81,7 @@ def main(argv=None) -> int:
             episode_seconds=args.episode_seconds,
             action_frames=args.action_frames,
             clock_hz=2.0,
+            processes=args.processes,
         )
 
     if args.evaluate is not None:

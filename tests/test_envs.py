@@ -130,10 +130,50 @@ def test_heading_randomisation_turns_the_start_and_the_speed_task_follows_it():
     np.testing.assert_allclose(env.core.task.direction, [[0.0, 1.0]] * 2, atol=1e-6)
 
 
+def test_worlds_over_worker_processes_give_the_same_episodes_bit_for_bit():
+    """``processes`` > 1 steps contiguous shares of the worlds in worker processes (softsnake/robots/snake_pool.py);
+    a world computes the same bits in any batch on the CPU, so observations, rewards and episode ends (here with
+    per-world randomisation and two same-step autoresets of every world) equal the one-process environment's."""
+    if TEST_DEVICE != "cpu":
+        pytest.skip("worker processes are a CPU feature")
+    randomization = Randomization(ground_mu=(0.5, 1.0), heading=(-1.0, 1.0), latency_scale=(0.8, 1.2))
+    runs, ends = {}, 0
+    for processes in (1, 2):
+        env = vector_env(5, processes=processes, randomization=randomization, clock_hz=2.0)
+        rng = np.random.default_rng(0)
+        record = [env.reset(seed=3)[0]]
+        for _ in range(7):  # three action steps per episode: two autoresets of every world
+            obs, reward, terminated, truncated, infos = env.step(rng.uniform(-1.0, 1.0, (5, 4)).astype(np.float32))
+            record += [obs, reward, terminated, truncated]
+            if "final_obs" in infos:
+                record.append(np.stack(list(infos["final_obs"][infos["_final_obs"]])))
+                ends += int(infos["_final_obs"].sum())
+        env.close()
+        runs[processes] = record
+    assert ends == 2 * 2 * 5  # both runs saw every world end twice
+    assert len(runs[1]) == len(runs[2]) and all(np.array_equal(a, b) for a, b in zip(runs[1], runs[2]))
+
+
+def test_a_worker_process_failure_is_raised_with_its_traceback():
+    if TEST_DEVICE != "cpu":
+        pytest.skip("worker processes are a CPU feature")
+    from softsnake.robots.snake_pool import SnakeSimPool
+
+    with SnakeSimPool(3, 2, COARSE) as pool:
+        assert [count for _, count in pool.shares] == [2, 1] and pool.com().shape == (3, 3)
+        with pytest.raises(RuntimeError, match="a worker failed"):
+            pool.set_pressure_targets(np.full((3, 4), 1.0e3))  # above p_max: SnakeSim refuses it in the worker
+        pool.step(1)  # the pool goes on after a refused command
+        assert np.isfinite(pool.com()).all()
+    with pytest.raises(ValueError, match="device must be 'cpu'"):
+        SnakeVectorEnv(2, config=COARSE, device="cuda", processes=2)
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
         (dict(task="swim"), "unknown task 'swim'"),
+        (dict(processes=0), "processes must be an integer > 0"),
         (dict(episode_seconds=0), "episode_seconds must be a finite number > 0"),
         (dict(action_frames=1.5), "action_frames must be an integer > 0"),
         (dict(randomization=dict(ground_mu=(0, 1))), "randomization must be a Randomization"),

@@ -19,6 +19,10 @@ Observation (float32), in this order:
 Episodes: truncated after ``episode_seconds``; terminated when the world's solve diverged (``SolverConfig(
 on_nonfinite="flag")`` restores it and flags it; info ``diverged``), when the snake flipped (the carriages' mean
 up-axis tilts more than ``flip_degrees`` from vertical; info ``flipped``) or when the task succeeds (``goal``).
+
+On the CPU, ``processes`` > 1 steps the worlds in that many worker processes (softsnake/robots/snake_pool.py), each a
+contiguous share of them: Warp's CPU kernels use one core per batch, and the worlds compute the same bits in any
+batch, so the environment gives the same episodes, only on more cores.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
 from softsnake.robots.snake import SnakeConfig
+from softsnake.robots.snake_pool import SnakeSimPool
 from softsnake.robots.snake_sim import SnakeSim
 
 from .tasks import Task, make_task
@@ -102,8 +107,12 @@ class SnakeWorlds:
         randomization: Randomization | None = None,
         clock_hz: float | None = None,
         flip_degrees: float = 60.0,
+        processes: int = 1,
     ):
         _check_positive("worlds", worlds, integer=True)
+        _check_positive("processes", processes, integer=True)
+        if processes > 1 and device != "cpu":
+            raise ValueError(f"processes > 1 runs the worlds in CPU processes: device must be 'cpu', not {device!r}")
         _check_positive("episode_seconds", episode_seconds)
         _check_positive("action_frames", action_frames, integer=True)
         if clock_hz is not None:
@@ -116,7 +125,11 @@ class SnakeWorlds:
             raise ValueError(f"config must be a SnakeConfig, got {type(cfg).__name__}")
         cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, on_nonfinite="flag"))
         self.task: Task = make_task(task, worlds)
-        self.sim = SnakeSim(worlds=int(worlds), device=device, config=cfg)
+        # the worlds in this process, or over worker processes on the CPU (the same worlds, bit for bit)
+        if processes > 1:
+            self.sim = SnakeSimPool(int(worlds), int(processes), cfg)
+        else:
+            self.sim = SnakeSim(worlds=int(worlds), device=device, config=cfg)
         self.worlds, self.links = int(worlds), self.sim.links
         self.action_frames = int(action_frames)
         self.dt = self.action_frames * cfg.frame_dt
@@ -175,7 +188,7 @@ class SnakeWorlds:
         self.sim.step(self.action_frames)
         before, self.com = self.com, self.sim.com()[:, :2]
         diverged = np.zeros(self.worlds, dtype=bool)
-        diverged[sorted(self.sim.solver.diverged_worlds)] = True
+        diverged[sorted(self.sim.diverged_worlds)] = True
         self.velocity = np.where(diverged[:, None], 0.0, (self.com - before) / self.dt)
         reward, success = self.task.reward(before, self.com, self.sim.heading(), self.dt, self.sim.config.body_length)
         up = self._up()
@@ -186,6 +199,11 @@ class SnakeWorlds:
         truncated = ~terminated & (self.steps >= self.max_steps)
         info = dict(diverged=diverged, flipped=flipped, success=success)
         return reward, terminated, truncated, info
+
+    def close(self) -> None:
+        """Stop the worker processes, if the worlds run in any (``processes`` > 1)."""
+        if isinstance(self.sim, SnakeSimPool):
+            self.sim.close()
 
     def _up(self) -> np.ndarray:
         """Mean z component of the carriages' up axes (worlds,) [-]: 1 upright, < 0 on its back."""
@@ -255,6 +273,8 @@ class SnakeVectorEnv(VectorEnv):
         return obs, reward.astype(np.float64), terminated, truncated, infos
 
     def close_extras(self, **kwargs):
+        if self.core is not None:
+            self.core.close()
         self.core = None
 
 

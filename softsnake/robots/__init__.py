@@ -3,6 +3,7 @@ with the latency model, and the open-loop gait."""
 
 from .pneumatics import PSI, ChamberPressures, OpenLoopGait, PneumaticsConfig, chamber_targets
 from .snake import PAPER_TABLE_I, SnakeConfig, SnakeLayout, build_snake, snake_counts
+from .snake_pool import SnakeSimPool
 from .snake_sim import SnakeSim
 from .vine import (
     VineConfig,
@@ -24,6 +25,7 @@ __all__ = [
     "SnakeConfig",
     "SnakeLayout",
     "SnakeSim",
+    "SnakeSimPool",
     "VineConfig",
     "VineHandle",
     "VineSim",

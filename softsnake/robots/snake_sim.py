@@ -107,6 +107,11 @@ class SnakeSim:
             self.time = self.frame * self.config.frame_dt
 
     @property
+    def diverged_worlds(self) -> set[int]:
+        """Worlds the solver flagged as diverged and restored (``SolverConfig.on_nonfinite = "flag"``)."""
+        return self.solver.diverged_worlds
+
+    @property
     def world_time(self) -> np.ndarray:
         """Time each world has run since it was last reset or built (worlds,) [s]."""
         return self.world_frame * self.config.frame_dt
