@@ -8,8 +8,10 @@ inverts it exactly with the Woodbury identity
 
     S̃⁻¹ = D⁻¹ − D⁻¹ J_b H⁻¹ J_bᵀ D⁻¹,     H = M_b + J_bᵀ D⁻¹ J_b,
 
-where H is block diagonal over clusters of bodies that share rows (a carriage and its wheels), so each cluster is one
-small dense Cholesky factorisation per Newton iteration, done by the lanes of the world one row each, and its inverse
+where H is block diagonal over clusters of bodies that share rows (a carriage and its wheels). H is summed per body row
+over the bodies' incidence lists, a lane per chunk of a list and then a lane per entry adding the chunks in order (no
+atomics: the same H whatever order the lanes run in); each cluster is one small dense Cholesky factorisation per
+Newton iteration, done by the lanes of the world one row each, and its inverse
 formed from it a column per lane, so that each application in the Krylov solve is a product with one lane per row of
 the clusters (a triangular solve is a chain of dependent steps that one lane walks while the block waits).
 """
@@ -31,8 +33,8 @@ from .friction import contact_slot_off
 from .rigid import ang, attachment_row0, body_pose, joint_row0, lin, row_effective_mass, spatial, unit
 from .rigid_contact import body_contact_row0, particle_body_row0, target_body
 
-# Loops stay loops: add_row (four dense 6×6 block updates) is inlined for every row of every row kind; unrolled, this
-# module took ~3 minutes to compile for CUDA.
+# Loops stay loops: add_row_terms (dense 6 × 12 row updates) is inlined for every row of every row kind; unrolled,
+# the factor's module took ~3 minutes to compile for CUDA.
 wp.set_module_options({"max_unroll": 0})
 
 
