@@ -21,17 +21,15 @@ import warp as wp
 from .data import (
     ATTACHMENT,
     BODY_CONTACT,
-    JOINT,
     PARTICLE_BODY,
     BodyData,
     BodyJacobian,
     Jacobian,
     ModelData,
-    family_element0,
 )
 from .friction import contact_slot_off
 from .rigid import ang, attachment_row0, body_pose, joint_row0, lin, row_effective_mass, spatial, unit
-from .rigid_contact import body_contact_row0, particle_body_row0, target_body
+from .rigid_contact import body_contact_row0, body_incidence_entry, particle_body_row0, particle_body_slot, target_body
 
 # Loops stay loops: add_row_terms (dense 6 × 12 row updates) is inlined for every row of every row kind; unrolled,
 # the factor's module took ~3 minutes to compile for CUDA.
@@ -198,13 +196,6 @@ def body_contact_slot_row_d(
 
 
 @wp.func
-def particle_body_shape_body(m: ModelData, b: BodyData, k: int) -> int:
-    """The body of the shape of particle–body-shape slot k (one world's numbering)."""
-    nbs = m.particle_body_count // m.particle_count
-    return b.body_shape_body[b.particle_target_shape[k - (k // nbs) * nbs]]
-
-
-@wp.func
 def particle_body_slot_row_d(
     tid: int,
     m: ModelData,
@@ -228,7 +219,7 @@ def particle_body_slot_row_d(
             row_d[row0 + r] = diag[row0 + r]
             row_weight[row0 + r] = 0.0
         return
-    ib = particle_body_shape_body(m, b, k)
+    ib = b.body_shape_body[particle_body_slot(m, b, k)[1]]
     pose = body_pose(b, ib, w, bx_start, bv, h)
     for r in range(3):
         g = contact_row_jacobian(F, r, jac.pb_arm[tid], -1.0)
@@ -283,23 +274,19 @@ def body_block_chunk(
     first = (w * chunks + c) * 6 * bb.max_dofs
     for k in range(6 * bb.max_dofs):
         partial[first + k] = wp.float64(0.0)
-    first_joint = family_element0(m, JOINT)
-    first_body_contact = family_element0(m, BODY_CONTACT)
-    first_particle_body = family_element0(m, PARTICLE_BODY)
     none = wp.spatial_vector()
-    for entry in range(b.chunk_first[c], b.chunk_end[c]):
-        code = b.body_incidence[entry]
-        e = code // 4
-        role = code - 4 * e
-        if e < first_joint:
-            k = e - family_element0(m, ATTACHMENT)
+    for list_entry in range(b.chunk_first[c], b.chunk_end[c]):
+        entry = body_incidence_entry(m, b, list_entry)
+        family = entry[0]
+        k = entry[1]
+        role = entry[2]
+        if family == ATTACHMENT:
             arm = bj.attachment_arm[w * b.attachment_count + k]
             row0 = attachment_row0(m, b, w, k)
             for r in range(3):
                 g = attachment_row_jacobian(arm, r)
                 add_row_terms(partial, first, bb, row_weight[row0 + r], i, g, -1, none)
-        elif e >= first_particle_body:
-            k = e - first_particle_body
+        elif family == PARTICLE_BODY:
             kk = w * m.particle_body_count + k
             F = jac.pb_frame[kk]
             if not contact_slot_off(F):
@@ -307,8 +294,7 @@ def body_block_chunk(
                 for r in range(3):
                     g = contact_row_jacobian(F, r, jac.pb_arm[kk], -1.0)
                     add_row_terms(partial, first, bb, row_weight[row0 + r], i, g, -1, none)
-        elif e >= first_body_contact:
-            k = e - first_body_contact
+        elif family == BODY_CONTACT:
             kk = w * b.body_contact_count + k
             F = bj.contact_frame[kk]
             if not contact_slot_off(F):
@@ -325,15 +311,14 @@ def body_block_chunk(
                     else:
                         add_row_terms(partial, first, bb, row_weight[row0 + r], i, gb, q, ga)
         else:
-            j = e - first_joint
-            q = b.joint_child[j]  # role 1: this body is the parent, the other the child
+            q = b.joint_child[k]  # role 1: this body is the parent, the other the child
             if role != 1:
-                q = b.joint_parent[j]
-            row0 = joint_row0(m, b, w, j)
+                q = b.joint_parent[k]
+            row0 = joint_row0(m, b, w, k)
             for r in range(6):
-                k = (w * b.joint_count + j) * 6 + r
-                gc = joint_child_jacobian(bj, k)
-                gp = joint_parent_jacobian(bj, k)
+                kr = (w * b.joint_count + k) * 6 + r
+                gc = joint_child_jacobian(bj, kr)
+                gp = joint_parent_jacobian(bj, kr)
                 if role == 1:
                     add_row_terms(partial, first, bb, row_weight[row0 + r], i, gp, q, gc)
                 else:

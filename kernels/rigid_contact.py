@@ -43,6 +43,34 @@ def body_contact_row0(m: ModelData, b: BodyData, w: int, k: int) -> int:
 
 
 @wp.func
+def particle_body_slot(m: ModelData, b: BodyData, k: int) -> wp.vec2i:
+    """(particle, body shape) of particle–body-shape slot k (one world's numbering: each particle has one slot per
+    shape it may touch, ``particle_target_shape``)."""
+    nbs = m.particle_body_count // m.particle_count
+    p = k // nbs
+    return wp.vec2i(p, b.particle_target_shape[k - p * nbs])
+
+
+@wp.func
+def body_incidence_entry(m: ModelData, b: BodyData, c: int) -> wp.vec3i:
+    """Entry c of the bodies' incidence lists (Model.body_incidence: element · 4 + role, elements numbered by the
+    row-family table) as (family, element within the family, role): the family is ATTACHMENT, JOINT, BODY_CONTACT or
+    PARTICLE_BODY; the role is the body's side of a joint (0 child, 1 parent) or of a body contact (0 the feature's
+    body, 1 the target's), 0 otherwise."""
+    code = b.body_incidence[c]
+    e = code // 4
+    role = code - 4 * e
+    family = ATTACHMENT
+    if e >= family_element0(m, PARTICLE_BODY):
+        family = PARTICLE_BODY
+    elif e >= family_element0(m, BODY_CONTACT):
+        family = BODY_CONTACT
+    elif e >= family_element0(m, JOINT):
+        family = JOINT
+    return wp.vec3i(family, e - family_element0(m, family), role)
+
+
+@wp.func
 def frame_from_reference(n: wp.vec3, ref: wp.vec3) -> wp.mat33:
     t1 = ref - n * wp.dot(ref, n)
     if wp.length(t1) < 1.0e-3:
@@ -368,9 +396,9 @@ def assemble_particle_body_contact(
     """Particle–body-shape slot ``tid`` (world-major); linearise as in :func:`assemble_body_contact`."""
     w = tid // m.particle_body_count
     k = tid - w * m.particle_body_count
-    nbs = m.particle_body_count // m.particle_count
-    p = k // nbs
-    s = b.particle_target_shape[k - p * nbs]
+    slot = particle_body_slot(m, b, k)
+    p = slot[0]
+    s = slot[1]
     ib = b.body_shape_body[s]
     pk = w * m.particle_count + p
     row0 = particle_body_row0(m, w, k)
@@ -454,9 +482,9 @@ def gather_particle_body_contact(
     """y = J M⁻¹ (impulse) + C x for the three rows of particle–body-shape slot ``tid`` (world-major)."""
     w = tid // m.particle_body_count
     k = tid - w * m.particle_body_count
-    nbs = m.particle_body_count // m.particle_count
-    p = k // nbs
-    s = b.particle_target_shape[k - p * nbs]
+    slot = particle_body_slot(m, b, k)
+    p = slot[0]
+    s = slot[1]
     row0 = particle_body_row0(m, w, k)
     F = jac.pb_frame[tid]
     rel = wp.vec3()
@@ -505,35 +533,29 @@ def body_transpose_range(
     body's centre [N s, N m s per unit of x], summed in list order (attachments, joint rows, body contacts,
     particle–body contacts; no atomics, so the sum is reproducible). The lanes of a world sum a body's list in
     chunks (kernels/world_rows.py, scatter_world_bodies)."""
-    first_attachment = family_element0(m, ATTACHMENT)
-    first_joint = family_element0(m, JOINT)
-    first_body_contact = family_element0(m, BODY_CONTACT)
-    first_particle_body = family_element0(m, PARTICLE_BODY)
     f = wp.vec3()
     t = wp.vec3()
     for c in range(first, end):
-        code = b.body_incidence[c]
-        e = code // 4
-        role = code - 4 * e
-        if e < first_joint:
-            k = e - first_attachment
+        entry = body_incidence_entry(m, b, c)
+        family = entry[0]
+        k = entry[1]
+        role = entry[2]
+        if family == ATTACHMENT:
             row0 = family_row0(m, w, ATTACHMENT, k)
             xk = wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
             f += xk
             t += wp.cross(bjac.attachment_arm[w * b.attachment_count + k], xk)
-        elif e >= first_particle_body:
+        elif family == PARTICLE_BODY:
             # a particle against one of this body's shapes: the body takes −Fᵀx at the contact arm
-            s = e - first_particle_body
-            row0 = family_row0(m, w, PARTICLE_BODY, s)
-            kk = w * m.particle_body_count + s
+            row0 = family_row0(m, w, PARTICLE_BODY, k)
+            kk = w * m.particle_body_count + k
             imp = wp.transpose(jac.pb_frame[kk]) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
             f -= imp
             t -= wp.cross(jac.pb_arm[kk], imp)
-        elif e >= first_body_contact:
+        elif family == BODY_CONTACT:
             # body contact slot: role 0 = the feature's body, 1 = the target's body
-            s = e - first_body_contact
-            row0 = family_row0(m, w, BODY_CONTACT, s)
-            kk = w * b.body_contact_count + s
+            row0 = family_row0(m, w, BODY_CONTACT, k)
+            kk = w * b.body_contact_count + k
             imp = wp.transpose(bjac.contact_frame[kk]) * wp.vec3(x[row0], x[row0 + 1], x[row0 + 2])
             if role == 0:
                 f += imp
@@ -542,15 +564,14 @@ def body_transpose_range(
                 f -= imp
                 t -= wp.cross(bjac.contact_arm_b[kk], imp)
         else:
-            j = e - first_joint
-            row0 = family_row0(m, w, JOINT, j)
+            row0 = family_row0(m, w, JOINT, k)
             for r in range(6):
-                k = (w * b.joint_count + j) * 6 + r
+                kr = (w * b.joint_count + k) * 6 + r
                 xr = x[row0 + r]
                 if role == 1:
-                    f -= bjac.joint_lin[k] * xr
-                    t += bjac.joint_ang_parent[k] * xr
+                    f -= bjac.joint_lin[kr] * xr
+                    t += bjac.joint_ang_parent[kr] * xr
                 else:
-                    f += bjac.joint_lin[k] * xr
-                    t += bjac.joint_ang_child[k] * xr
+                    f += bjac.joint_lin[kr] * xr
+                    t += bjac.joint_ang_child[kr] * xr
     return spatial(f, t)
