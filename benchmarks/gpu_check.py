@@ -10,9 +10,10 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   snake      Table II: ms per frame (2 steps of 1/120 s) for ¼, 1, 4, 10 snakes and snake-steps/s at 1024 snakes,
              the default step (one captured graph per step), with the paper's figures beside them
   slab       the engine slab (4,500 tets): ms per step and world-steps/s at 1, 8, 64, 256, 1024 worlds
-  blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world, under a register cap of 128, and
-             over thread-block clusters of 2, 4 and 8 blocks, and 1024 snakes with and without the cap
-             (BLOCK_VARIANTS); each against the first for agreement
+  blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world, under a register cap of 128,
+             over thread-block clusters of 2, 4 and 8 blocks, and with the linear solve on 512 or 1024 lanes
+             (SolverConfig.solve_block_dim, capped at 128 or 64 registers), and 1024 snakes with and without the
+             cap (BLOCK_VARIANTS); each against the first for agreement
   profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing), and the linear solve's
              phases (share and clock cycles per MINRES iteration: SolverConfig.phase_timing)
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread);
@@ -131,38 +132,48 @@ def section_slab(device: str, quick: bool) -> dict:
 #: (lanes per block, register cap or None, blocks per world, snakes) of the blocks section: block sizes for one snake,
 #: a world over a thread-block cluster of 2, 4 or 8 blocks (kernels/block.py, WORLD_BLOCKS), and the register cap
 #: that gives two 256-lane worlds per multiprocessor on a batch (stage_register_cap)
+#: the blocks section's variants: (lanes per block, the linear solve's lanes, register cap or None, blocks per world,
+#: snakes)
 BLOCK_VARIANTS = (
-    (64, None, 1, 1),
-    (128, None, 1, 1),
-    (256, None, 1, 1),
-    (256, 128, 1, 1),
-    (256, None, 2, 1),
-    (256, None, 4, 1),
-    (256, None, 8, 1),
-    (256, None, 1, 1024),
-    (256, 128, 1, 1024),
+    (64, 64, None, 1, 1),
+    (128, 128, None, 1, 1),
+    (256, 256, None, 1, 1),
+    (256, 256, 128, 1, 1),
+    (256, 512, 128, 1, 1),
+    (256, 1024, 64, 1, 1),
+    (256, 256, None, 2, 1),
+    (256, 256, None, 4, 1),
+    (256, 256, None, 8, 1),
+    (256, 256, None, 1, 1024),
+    (256, 256, 128, 1, 1024),
 )
 
 _BLOCK_RUN = """
 import dataclasses, json, sys
 from softsnake.experiments.bench import bench_snakes
 from softsnake.robots.snake import SnakeConfig
-lanes, snakes, frames = (int(a) for a in sys.argv[1:4])
+lanes, solve_lanes, snakes, frames = (int(a) for a in sys.argv[1:5])
 cfg = SnakeConfig()
-cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=lanes))
-r = bench_snakes(snakes, frames, device=sys.argv[4], config=cfg)
+cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=lanes, solve_block_dim=solve_lanes))
+r = bench_snakes(snakes, frames, device=sys.argv[5], config=cfg)
 print(json.dumps(dict(ms_per_frame=r["ms_total"], com=r["com_world0"])))
 """
 
 
 def variant_builds() -> list[str]:
     """The stage-module builds BLOCK_VARIANTS need beyond the default ones, a line each: register cap (- for none),
-    blocks per world, then the block sizes (gpu_prepare.sh precompiles them, benchmarks/precompile_cuda.py)."""
+    blocks per world, the modules (comma-separated short names), then the block sizes (gpu_prepare.sh precompiles
+    them, benchmarks/precompile_cuda.py). A solve on more lanes than the other stages needs step_primal alone at its
+    size: step_common's collision tiles do not fit a block above 256 lanes."""
     builds: dict = {}
-    for lanes, cap, blocks, _ in BLOCK_VARIANTS:
+    for lanes, solve_lanes, cap, blocks, _ in BLOCK_VARIANTS:
         if cap is not None or blocks > 1:
-            builds.setdefault((cap, blocks), set()).add(lanes)
-    return [f"{cap or '-'} {blocks} {' '.join(map(str, sorted(d)))}" for (cap, blocks), d in builds.items()]
+            builds.setdefault((cap, blocks, "step_common,step_primal,step_body_blocks"), set()).add(lanes)
+        if solve_lanes != lanes:
+            builds.setdefault((cap, blocks, "step_primal"), set()).add(solve_lanes)
+    return [
+        f"{cap or '-'} {blocks} {mods} {' '.join(map(str, sorted(d)))}" for (cap, blocks, mods), d in builds.items()
+    ]
 
 
 def section_blocks(device: str, quick: bool) -> dict:
@@ -172,16 +183,17 @@ def section_blocks(device: str, quick: bool) -> dict:
     variant after as many frames, the gap of world 0's centre of mass [mm] (round-off: a few µm)."""
     out = {}
     reference = None
-    for lanes, cap, blocks, snakes in BLOCK_VARIANTS:
+    for lanes, solve_lanes, cap, blocks, snakes in BLOCK_VARIANTS:
         env = dict(os.environ)
         env.pop("SOFTSNAKE_CUDA_MAX_REGISTERS", None)
         env["SOFTSNAKE_WORLD_BLOCKS"] = str(blocks)
         if cap is not None:
             env["SOFTSNAKE_CUDA_MAX_REGISTERS"] = str(cap)
         frames = (3 if quick else 12) if snakes > 1 else (20 if quick else 60)
-        name = f"{lanes} lanes × {blocks} block{'s' if blocks > 1 else ''}, cap {cap or 'none'}, {snakes} snakes"
+        solve = f" (solve {solve_lanes})" if solve_lanes != lanes else ""
+        name = f"{lanes} lanes{solve} × {blocks} block{'s' if blocks > 1 else ''}, cap {cap or 'none'}, {snakes} snakes"
         run = subprocess.run(
-            [sys.executable, "-P", "-c", _BLOCK_RUN, str(lanes), str(snakes), str(frames), device],
+            [sys.executable, "-P", "-c", _BLOCK_RUN, *map(str, (lanes, solve_lanes, snakes, frames)), device],
             env=env,
             capture_output=True,
             text=True,

@@ -37,11 +37,11 @@ $python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
 if [[ -n "$from_cache" ]]; then mkdir -p .gpu/warpcache && cp -r "$from_cache"/. .gpu/warpcache/; fi
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --block-dim 64 --block-dim 128
 # the blocks section's variants (register caps, clusters: module options read when the kernels are imported)
-$python -P benchmarks/gpu_check.py --variant-builds | while read -r cap blocks dims; do
+$python -P benchmarks/gpu_check.py --variant-builds | while read -r cap blocks modules dims; do
     flags=()
     for d in $dims; do flags+=(--block-dim "$d"); done
     SOFTSNAKE_CUDA_MAX_REGISTERS="${cap#-}" SOFTSNAKE_WORLD_BLOCKS="$blocks" WARP_CACHE_PATH="$PWD/.gpu/warpcache" \
-        $python -P benchmarks/precompile_cuda.py --arch "$arch" --stage-only --modules step_common,step_primal,step_body_blocks "${flags[@]}"
+        $python -P benchmarks/precompile_cuda.py --arch "$arch" --stage-only --modules "$modules" "${flags[@]}"
 done
 # registers per thread and local memory of the stage kernels just compiled (gpu_check copies them into its JSON)
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/cubin_registers.py --arch "$arch" \

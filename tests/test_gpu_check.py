@@ -36,7 +36,7 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
 
 
 def test_blocks_section_records_a_variant_that_cannot_run(monkeypatch):
-    monkeypatch.setattr(gpu_check, "BLOCK_VARIANTS", ((64, None, 1, 1), (256, None, 2, 1)))
+    monkeypatch.setattr(gpu_check, "BLOCK_VARIANTS", ((64, 64, None, 1, 1), (256, 256, None, 2, 1)))
     out = gpu_check.section_blocks("cpu", quick=True)
     ran, cluster = out.values()
     assert ran["ms_per_frame"] > 0.0 and ran["com_gap_mm"] == 0.0
@@ -45,5 +45,7 @@ def test_blocks_section_records_a_variant_that_cannot_run(monkeypatch):
 
 def test_variant_builds_list_each_cap_and_cluster_once():
     builds = gpu_check.variant_builds()
-    assert "128 1 256" in builds and "- 8 256" in builds
+    stages = "step_common,step_primal,step_body_blocks"
+    assert f"128 1 {stages} 256" in builds and f"- 8 {stages} 256" in builds
+    assert "128 1 step_primal 512" in builds and "64 1 step_primal 1024" in builds  # the solve's own block sizes
     assert len(builds) == len(set(builds))

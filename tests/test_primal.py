@@ -443,8 +443,9 @@ def test_phase_timers_count_every_phase_and_leave_the_step_alone():
 
 
 def test_gpu_experiment_knobs_refuse_bad_values(monkeypatch):
-    """SOFTSNAKE_CUDA_MAX_REGISTERS and SOFTSNAKE_WORLD_BLOCKS (kernels/block.py) give clear errors for bad values, and
-    a world spread over a thread-block cluster is refused where there is no Hopper GPU."""
+    """SOFTSNAKE_CUDA_MAX_REGISTERS and SOFTSNAKE_WORLD_BLOCKS (kernels/block.py) give clear errors for bad values, a
+    world spread over a thread-block cluster is refused where there is no Hopper GPU, and so is a solve block whose
+    lanes' registers exceed a block's."""
     import softsnake.sim.solver as solver_module
     from softsnake.kernels import block
 
@@ -466,3 +467,9 @@ def test_gpu_experiment_knobs_refuse_bad_values(monkeypatch):
     if TEST_DEVICE == "cpu":
         with pytest.raises(ValueError, match="thread-block cluster"):
             ss.Solver(model)
+    monkeypatch.setattr(solver_module, "WORLD_BLOCKS", 1)
+    with pytest.raises(ValueError, match="solve_block_dim"):
+        ss.SolverConfig(solve_block_dim=384)
+    if TEST_DEVICE != "cpu":  # 512 lanes need the stage kernels capped at 128 registers (not set in the tests)
+        with pytest.raises(ValueError, match="SOFTSNAKE_CUDA_MAX_REGISTERS=128"):
+            ss.Solver(model, config=ss.SolverConfig(solve_block_dim=512))

@@ -263,7 +263,8 @@ def test_a_world_on_a_block_of_lanes_matches_one_lane(monkeypatch):
     float32 round-off, and two worlds of a batch stay identical. On the CPU the lanes run as fibers (Warp's
     cooperative CPU blocks), swapping at each barrier, so a missing barrier shows as a lane reading what another has
     not written yet: 32 and 64 lanes against 1 after one frame, measured 1.2e-7 m for both (one ulp of Young's
-    modulus moves it 1.5e-7), bound 2.3× that. On a GPU, 32 lanes against 256 after three frames."""
+    modulus moves it 1.5e-7), bound 2.3× that; 32 lanes with the linear solve on 64 (SolverConfig.solve_block_dim),
+    6.0e-8. On a GPU, 32 lanes against 256 after three frames."""
     import dataclasses
 
     import warp as wp
@@ -276,13 +277,17 @@ def test_a_world_on_a_block_of_lanes_matches_one_lane(monkeypatch):
     if not cuda:
         monkeypatch.setattr(wp.config, "enable_cpu_blocks", True)
         monkeypatch.setattr(model_module, "list_chunk", lambda device: 8)  # the GPU's chunks
-    lanes_compared, frames = ((256, 32), 3) if cuda else ((1, 32, 64), 1)
+    # (block lanes, the solve's lanes)
+    lanes_compared, frames = (((256, 256), (32, 32)), 3) if cuda else (((1, 1), (32, 32), (64, 64), (32, 64)), 1)
     out = {}
     for lanes in lanes_compared:
         cfg = coarse()
-        cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=0 if lanes == 1 else lanes))
+        block_dim, solve_block_dim = (0 if n == 1 else n for n in lanes)
+        cfg = dataclasses.replace(
+            cfg, solver=dataclasses.replace(cfg.solver, block_dim=block_dim, solve_block_dim=solve_block_dim)
+        )
         sim = SnakeSim(worlds=2, device=TEST_DEVICE, config=cfg)
-        assert sim.solver.block_dim == lanes
+        assert (sim.solver.block_dim, sim.solver.solve_block_dim) == lanes
         sim.set_pressure_targets(np.full(sim.links, 5.0))
         sim.step(frames)
         q = sim.state.particle_q.numpy()

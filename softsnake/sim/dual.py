@@ -41,7 +41,9 @@ class DualStep:
         """PCR, ``iterations`` (default: the budget) in one launch; Δλ lands in the solver's ``dlam``."""
         s = self.s
         n = s.config.linear_iterations if iterations is None else int(iterations)
-        s.launch(kstep.newton_solve, s.model.data, s.model.body_data, s.data, self.data, it, n)
+        s.launch(
+            kstep.newton_solve, s.model.data, s.model.body_data, s.data, self.data, it, n, block_dim=s.solve_block_dim
+        )
 
     def update(self, it: int) -> None:
         """λ += Δλ, v += M⁻¹JᵀΔλ."""

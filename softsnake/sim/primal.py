@@ -215,9 +215,9 @@ class PrimalStep:
         p.imp_body = wp.zeros(max(W * nb, 1), dtype=wp.spatial_vector, device=dev)
 
     # ------------------------------------------------------------- stages
-    def _stage(self, kernel, *extra) -> None:
+    def _stage(self, kernel, *extra, block_dim: int = 0) -> None:
         s = self.s
-        s.launch(kernel, s.model.data, s.model.body_data, s.data, self.data, *extra)
+        s.launch(kernel, s.model.data, s.model.body_data, s.data, self.data, *extra, block_dim=block_dim)
 
     def warm_start(self) -> None:
         """v = v⁻, the carried impulses, the soft bodies' rotations, the scaled warm start (kernels/step_primal.py)."""
@@ -233,7 +233,8 @@ class PrimalStep:
     def solve(self, it: int, iterations: int | None = None) -> None:
         """MINRES, ``iterations`` (default: the budget) in one launch."""
         s = self.s
-        self._stage(kstep.newton_solve, it, s.config.linear_iterations if iterations is None else int(iterations))
+        n = s.config.linear_iterations if iterations is None else int(iterations)
+        self._stage(kstep.newton_solve, it, n, block_dim=s.solve_block_dim)
 
     def update(self, it: int) -> None:
         """v += Δv, λ += Δλ (bodies through J_bᵀΔλ); the in-loop friction cone projection."""

@@ -28,7 +28,7 @@ from softsnake.io.toml_files import read_toml
 from softsnake.kernels import integrate as kint
 from softsnake.kernels import rigid as krigid
 from softsnake.kernels import step_common as kstep
-from softsnake.kernels.block import WORLD_BLOCKS
+from softsnake.kernels.block import STAGE_MODULE_OPTIONS, WORLD_BLOCKS
 from softsnake.kernels.data import BodyJacobian, ContactSettings, Jacobian, StepData
 
 from .contact_list import ContactCapacityExceeded, ContactList
@@ -59,6 +59,8 @@ CPU_CAPTURE = tuple(int(p) for p in wp.config.version.split(".")[:2]) >= (1, 14)
 
 #: the block sizes SolverConfig.block_dim takes (0: automatic)
 BLOCK_DIMS = (0, 32, 64, 128, 256)
+#: the block sizes SolverConfig.solve_block_dim takes (0: block_dim)
+SOLVE_BLOCK_DIMS = (*BLOCK_DIMS, 512, 1024)
 
 
 @dataclass
@@ -106,6 +108,11 @@ class SolverConfig:
     #: lanes of the thread block that runs one world on a GPU (kernels/block.py; 0: 256); the CPU runs one lane. At
     #: most 256: the stages' registers and the collision stage's shared memory leave no room for more
     block_dim: int = 0
+    #: lanes of the block that runs one world's linear solve (the Newton iterations' solve stage; 0: block_dim). Up
+    #: to 1024, as the solve takes no large shared tiles; above 256 lanes the stage kernels' registers must be capped
+    #: at 65,536 / lanes (SOFTSNAKE_CUDA_MAX_REGISTERS, kernels/block.py), spilling the rest. A GPU experiment: the
+    #: solve is ~80 % of a GPU step and bound by one multiprocessor's latency (benchmarks/gpu_check.py, blocks)
+    solve_block_dim: int = 0
     #: "primal": tets are elastic forces of the positions and each Newton iteration solves the saddle-point system of
     #: particle velocities and the other rows' multipliers with two-level-preconditioned MINRES (docs/solver.md);
     #: "dual": tets are compliant rows like the others, solved with Jacobi-PCR on the multipliers
@@ -152,6 +159,10 @@ class SolverConfig:
             raise ValueError(f"fem must be 'primal' or 'dual', got {self.fem!r}")
         if isinstance(self.block_dim, bool) or self.block_dim not in BLOCK_DIMS:
             raise ValueError(f"block_dim must be 0 (automatic), 32, 64, 128 or 256, got {self.block_dim!r}")
+        if isinstance(self.solve_block_dim, bool) or self.solve_block_dim not in SOLVE_BLOCK_DIMS:
+            raise ValueError(
+                f"solve_block_dim must be 0 (block_dim), 32, 64, 128, 256, 512 or 1024, got {self.solve_block_dim!r}"
+            )
         if isinstance(self.coarse_cells, bool) or int(self.coarse_cells) != self.coarse_cells or self.coarse_cells < 0:
             raise ValueError(f"coarse_cells must be an integer ≥ 0, got {self.coarse_cells!r}")
         if (
@@ -227,6 +238,16 @@ class Solver:
         # (wp.config.enable_cpu_blocks: ~50× slower; tests run the GPU's lane code that way, kernels/block.py)
         cpu_lanes = cfg.block_dim if cfg.block_dim and wp.config.enable_cpu_blocks else 1
         self.block_dim = (cfg.block_dim or 256) if model.device.is_cuda else cpu_lanes
+        #: lanes of the block that runs one world's linear solve (SolverConfig.solve_block_dim)
+        lanes_allowed = model.device.is_cuda or wp.config.enable_cpu_blocks
+        self.solve_block_dim = cfg.solve_block_dim if cfg.solve_block_dim and lanes_allowed else self.block_dim
+        cap = STAGE_MODULE_OPTIONS.get("cuda_max_registers", 255)
+        if model.device.is_cuda and self.solve_block_dim * cap > 65536:
+            raise ValueError(
+                f"solve_block_dim = {self.solve_block_dim} lanes of up to {cap} registers each exceed a block's "
+                f"65,536: set SOFTSNAKE_CUDA_MAX_REGISTERS={65536 // self.solve_block_dim}"
+                " (or less) before importing softsnake"
+            )
         if WORLD_BLOCKS > 1 and not (model.device.is_cuda and model.device.arch >= 90):
             raise ValueError(
                 f"SOFTSNAKE_WORLD_BLOCKS={WORLD_BLOCKS} spreads a world over a thread-block cluster, which needs a GPU "
@@ -370,13 +391,14 @@ class Solver:
             self._launch_step()
         self._check_step(state)
 
-    def launch(self, kernel, *inputs) -> None:
-        """One stage: ``kernel`` over the worlds, WORLD_BLOCKS blocks of ``block_dim`` lanes per world."""
+    def launch(self, kernel, *inputs, block_dim: int = 0) -> None:
+        """One stage: ``kernel`` over the worlds, WORLD_BLOCKS blocks of ``block_dim`` lanes per world (0: the
+        solver's)."""
         wp.launch_tiled(
             kernel,
             dim=[self.model.worlds * WORLD_BLOCKS],
             inputs=list(inputs),
-            block_dim=self.block_dim,
+            block_dim=block_dim or self.block_dim,
             device=self.model.device,
         )
 
