@@ -12,8 +12,9 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   slab       the engine slab (4,500 tets): ms per step and world-steps/s at 1, 8, 64, 256, 1024 worlds
   blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world, under a register cap of 128,
              over thread-block clusters of 2, 4 and 8 blocks, and with the linear solve on 512 or 1024 lanes
-             (SolverConfig.solve_block_dim, capped at 128 or 64 registers), and 1024 snakes with and without the
-             cap (BLOCK_VARIANTS); each against the first for agreement
+             (SolverConfig.solve_block_dim, capped at 128 or 64 registers), and 1024 snakes at 64, 128 and 256
+             lanes (fewer lanes: more worlds resident per multiprocessor) and capped (BLOCK_VARIANTS); each one
+             snake against the first for agreement
   profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing), and the linear solve's
              phases (share and clock cycles per MINRES iteration: SolverConfig.phase_timing)
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread);
@@ -144,6 +145,8 @@ BLOCK_VARIANTS = (
     (256, 256, None, 2, 1),
     (256, 256, None, 4, 1),
     (256, 256, None, 8, 1),
+    (64, 64, None, 1, 1024),
+    (128, 128, None, 1, 1024),
     (256, 256, None, 1, 1024),
     (256, 256, 128, 1, 1024),
 )
@@ -177,10 +180,11 @@ def variant_builds() -> list[str]:
 
 
 def section_blocks(device: str, quick: bool) -> dict:
-    """One snake at 64 to 256 lanes per world, capped, and over clusters of 2 to 8 blocks, and 1024 snakes with and
-    without a register cap (BLOCK_VARIANTS), each variant in a process of its own (the cap and the cluster are module
-    options, read when the kernels are imported); per variant ms per frame, snake-steps/s and, against the first
-    variant after as many frames, the gap of world 0's centre of mass [mm] (round-off: a few µm)."""
+    """One snake at 64 to 256 lanes per world, capped, over clusters of 2 to 8 blocks and with the solve on 512 or
+    1024 lanes, and 1024 snakes at 64 to 256 lanes and capped (BLOCK_VARIANTS), each variant in a process of its own
+    (the cap and the cluster are module options, read when the kernels are imported); per variant ms per frame,
+    snake-steps/s and, for one snake, the gap of world 0's centre of mass [mm] from the first variant's after as many
+    frames (round-off: a few µm)."""
     out = {}
     reference = None
     for lanes, solve_lanes, cap, blocks, snakes in BLOCK_VARIANTS:
