@@ -10,15 +10,16 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   snake      Table II: ms per frame (2 steps of 1/120 s) for ¼, 1, 4, 10 snakes and snake-steps/s at 1024 snakes,
              the default step (one captured graph per step), with the paper's figures beside them
   slab       the engine slab (4,500 tets): ms per step and world-steps/s at 1, 8, 64, 256, 1024 worlds
-  blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world, under a register cap of 128,
-             over thread-block clusters of 2, 4 and 8 blocks, and with the linear solve on 512 or 1024 lanes
-             (SolverConfig.solve_block_dim, capped at 128 or 64 registers), and 1024 snakes at 64, 128 and 256
-             lanes (fewer lanes: more worlds resident per multiprocessor) and capped (BLOCK_VARIANTS); each one
-             snake against the first for agreement
   profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing), and the linear solve's
              phases (share and clock cycles per MINRES iteration: SolverConfig.phase_timing)
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread);
              the two CPU runs are gpu_prepare.sh's when they match (``cpu_reference``: "carried"), else run here
+  blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world, under a register cap of 128,
+             over thread-block clusters of 2, 4 and 8 blocks, and with the linear solve on 512 or 1024 lanes
+             (SolverConfig.solve_block_dim, capped at 128 or 64 registers), and 1024 snakes at 64, 128 and 256
+             lanes (fewer lanes: more worlds resident per multiprocessor) and capped (BLOCK_VARIANTS); each one
+             snake against the first for agreement; each variant in a process of its own, which names the
+             stage modules the carried cache lacked (``uncached_modules``) and stops after 4 minutes
   tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels
   env        the learning environment's env-steps/s (benchmarks/bench_env.py) at 1, 16, 64, 256 worlds, coarse and full
   ppo        (only when named in --sections: ~5 min) examples/train_ppo.py's full run, 256 coarse snakes on the GPU,
@@ -48,7 +49,7 @@ import numpy as np
 
 #: what benchmarks/gpu_prepare.sh carried, unpacked by gpu_check.sh: registers.json, agreement_cpu*.npz (--carried)
 CARRIED = Path("/tmp/gpu")
-SECTIONS = ("launches", "snake", "slab", "blocks", "profile", "agreement", "tests", "env", "ppo")
+SECTIONS = ("launches", "snake", "slab", "profile", "agreement", "blocks", "tests", "env", "ppo")
 #: the sections a plain run takes (under 8 minutes on an H100)
 DEFAULT_SECTIONS = SECTIONS[:-1]
 #: the stage block sizes the sections launch (blocks: 64, 128, 256)
@@ -151,16 +152,26 @@ BLOCK_VARIANTS = (
     (256, 256, 128, 1, 1024),
 )
 
+#: one variant of the blocks section, in a process of its own: the stage modules hashed first, as precompile_cuda.py
+#: hashed them (warp_runtime.module_identifiers), and what the carried cache lacks compiled on all cores (and named)
 _BLOCK_RUN = """
-import dataclasses, json, sys
+import dataclasses, json, os, sys
+import softsnake.sim.dual, softsnake.sim.primal
+from softsnake.sim.warp_runtime import compile_kernels, kernels_to_compile, module_identifiers
+lanes, solve_lanes, snakes, frames = (int(a) for a in sys.argv[1:5])
+device = sys.argv[5]
+module_identifiers(stage_block_dims=sorted({lanes, solve_lanes}))
+uncached = kernels_to_compile(device)
+compile_kernels(device, bar=False, workers=os.cpu_count(), stream=sys.stderr)
 from softsnake.experiments.bench import bench_snakes
 from softsnake.robots.snake import SnakeConfig
-lanes, solve_lanes, snakes, frames = (int(a) for a in sys.argv[1:5])
 cfg = SnakeConfig()
 cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=lanes, solve_block_dim=solve_lanes))
-r = bench_snakes(snakes, frames, device=sys.argv[5], config=cfg)
-print(json.dumps(dict(ms_per_frame=r["ms_total"], com=r["com_world0"])))
+r = bench_snakes(snakes, frames, device=device, config=cfg)
+print(json.dumps(dict(ms_per_frame=r["ms_total"], com=r["com_world0"], uncached_modules=uncached)))
 """
+#: the longest a blocks variant may take [s] (a cache miss compiles its stage modules first, ~2 minutes)
+BLOCK_VARIANT_TIMEOUT_S = 240
 
 
 def variant_builds() -> list[str]:
@@ -196,18 +207,25 @@ def section_blocks(device: str, quick: bool) -> dict:
         frames = (3 if quick else 12) if snakes > 1 else (20 if quick else 60)
         solve = f" (solve {solve_lanes})" if solve_lanes != lanes else ""
         name = f"{lanes} lanes{solve} × {blocks} block{'s' if blocks > 1 else ''}, cap {cap or 'none'}, {snakes} snakes"
-        run = subprocess.run(
-            [sys.executable, "-P", "-c", _BLOCK_RUN, *map(str, (lanes, solve_lanes, snakes, frames)), device],
-            env=env,
-            capture_output=True,
-            text=True,
-        )
+        try:
+            run = subprocess.run(
+                [sys.executable, "-P", "-c", _BLOCK_RUN, *map(str, (lanes, solve_lanes, snakes, frames)), device],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=BLOCK_VARIANT_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            out[name] = dict(error=[f"stopped after {BLOCK_VARIANT_TIMEOUT_S} s"])
+            print(f"  {name}: {out[name]['error'][0]}", flush=True)
+            continue
         if run.returncode != 0:
             out[name] = dict(error=run.stderr.strip().splitlines()[-3:] or ["failed"])
             print(f"  {name}: failed: {out[name]['error']}", flush=True)
             continue
         r = json.loads(run.stdout.strip().splitlines()[-1])
         row = dict(ms_per_frame=r["ms_per_frame"], snake_steps_per_s=2e3 * snakes / r["ms_per_frame"])
+        row["uncached_modules"] = r["uncached_modules"]
         if snakes == 1:
             reference = reference or r["com"]
             row["com_gap_mm"] = 1e3 * float(np.linalg.norm(np.subtract(r["com"], reference)))
