@@ -190,6 +190,50 @@ def variant_builds() -> list[str]:
     ]
 
 
+#: one variant's cache lookup, in a process of its own as _BLOCK_RUN hashes the modules: the stage modules it launches
+#: (and every other module at its default size) without a cubin for the GPU in WARP_CACHE_PATH
+_CACHE_LOOKUP = """
+import json, os, sys
+import softsnake.sim.dual, softsnake.sim.primal
+import warp as wp
+from softsnake.sim.warp_runtime import module_identifiers
+wp.init()
+lanes, solve_lanes = int(sys.argv[1]), int(sys.argv[2])
+launched = dict(step_common={lanes}, step_body_blocks={lanes}, step_primal={lanes, solve_lanes}, step_dual=set())
+missing = []
+for short, per_size in module_identifiers(stage_block_dims=sorted({lanes, solve_lanes})).items():
+    for size in sorted(launched.get(short, {256})):
+        folder = os.path.join(wp.config.kernel_cache_dir, per_size[size])
+        if not (os.path.isdir(folder) and any(f.endswith(".cubin") for f in os.listdir(folder))):
+            missing.append(f"{short} (block {size})")
+print(json.dumps(missing))
+"""
+
+
+def variant_cache_misses() -> dict[str, list[str]]:
+    """For each BLOCK_VARIANTS build (the default one first), the kernel modules its process would launch that Warp's
+    cache (WARP_CACHE_PATH) holds no GPU cubin for, as a fresh process on the GPU machine hashes them: gpu_prepare.sh
+    checks that the precompiled cache leaves nothing for a variant to compile there."""
+    out = {}
+    for lanes, solve_lanes, cap, blocks, _ in ((256, 256, None, 1, 1), *BLOCK_VARIANTS):
+        env = dict(os.environ, SOFTSNAKE_WORLD_BLOCKS=str(blocks))
+        env.pop("SOFTSNAKE_CUDA_MAX_REGISTERS", None)
+        if cap is not None:
+            env["SOFTSNAKE_CUDA_MAX_REGISTERS"] = str(cap)
+        name = f"{lanes} lanes (solve {solve_lanes}) × {blocks}, cap {cap or 'none'}"
+        if name in out:
+            continue
+        run = subprocess.run(
+            [sys.executable, "-P", "-c", _CACHE_LOOKUP, str(lanes), str(solve_lanes)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        lines = (run.stdout if run.returncode == 0 else "").strip().splitlines()
+        out[name] = json.loads(lines[-1]) if lines else [f"lookup failed: {run.stderr.strip()[-300:]}"]
+    return out
+
+
 def section_blocks(device: str, quick: bool) -> dict:
     """One snake at 64 to 256 lanes per world, capped, over clusters of 2 to 8 blocks and with the solve on 512 or
     1024 lanes, and 1024 snakes at 64 to 256 lanes and capped (BLOCK_VARIANTS), each variant in a process of its own
@@ -379,6 +423,11 @@ def main() -> int:
     if sys.argv[1:] == ["--variant-builds"]:  # for gpu_prepare.sh: what the blocks section compiles beyond the defaults
         print("\n".join(variant_builds()))
         return 0
+    if sys.argv[1:] == ["--cache-misses"]:  # for gpu_prepare.sh: what a variant would still compile on the GPU
+        misses = variant_cache_misses()
+        for name, missing in misses.items():
+            print(f"{name}: {', '.join(missing) or 'all cached'}")
+        return 1 if any(misses.values()) else 0
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--commit", default="", help="the commit measured (the device machine has no git history)")

@@ -43,6 +43,8 @@ $python -P benchmarks/gpu_check.py --variant-builds | while read -r cap blocks m
     SOFTSNAKE_CUDA_MAX_REGISTERS="${cap#-}" SOFTSNAKE_WORLD_BLOCKS="$blocks" WARP_CACHE_PATH="$PWD/.gpu/warpcache" \
         $python -P benchmarks/precompile_cuda.py --arch "$arch" --stage-only --modules "$modules" "${flags[@]}"
 done
+# every blocks variant finds its modules in the cache, hashed as a fresh process on the GPU machine hashes them
+WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/gpu_check.py --cache-misses
 # registers per thread and local memory of the stage kernels just compiled (gpu_check copies them into its JSON)
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/cubin_registers.py --arch "$arch" \
     --block-dim 64 --block-dim 128 --block-dim 256 --json .gpu/registers.json \

@@ -49,3 +49,15 @@ def test_variant_builds_list_each_cap_and_cluster_once():
     assert f"128 1 {stages} 256" in builds and f"- 8 {stages} 256" in builds
     assert "128 1 step_primal 512" in builds and "64 1 step_primal 1024" in builds  # the solve's own block sizes
     assert len(builds) == len(set(builds))
+
+
+def test_cache_misses_name_what_an_empty_cache_lacks(monkeypatch, tmp_path):
+    """gpu_prepare.sh's check that the precompiled cache leaves nothing for a blocks variant to compile on the GPU: an
+    empty cache lacks every module the variant launches, the solve's module at its own block size included."""
+    monkeypatch.setenv("WARP_CACHE_PATH", str(tmp_path))
+    monkeypatch.setattr(gpu_check, "BLOCK_VARIANTS", ((256, 512, 128, 1, 1),))
+    misses = gpu_check.variant_cache_misses()
+    assert list(misses) == ["256 lanes (solve 256) × 1, cap none", "256 lanes (solve 512) × 1, cap 128"]
+    capped = misses["256 lanes (solve 512) × 1, cap 128"]
+    assert {"step_primal (block 256)", "step_primal (block 512)", "step_common (block 256)"} <= set(capped)
+    assert not any(m.startswith("step_dual") or m.startswith("lookup failed") for m in capped)
