@@ -138,7 +138,9 @@ def _particles_only_loss(share: float, steps: int, h: float) -> np.ndarray:
 # (10 MPa), both inside, while the attachment rows' D taken from the Jacobi mass with the coarse correction kept gives
 # 0.7477. The rows' preconditioner sees the stiff cube's collective motion only through a diagonal; the coupling of the
 # attachment rows through the coarse modes (J_p P A_c⁻¹ Pᵀ J_pᵀ, low rank) in the rows' Woodbury correction, beside the
-# rigid bodies', is the fix to try
+# rigid bodies', is the fix to try. Measured 2026-11-27 at 10 MPa: 40 MINRES iterations per Newton iteration keep 0.8575
+# (inside); not enough: the body rows' Woodbury correction off (0.7517), a rigid-rotation part in the momentum balance
+# (0.7518), the coarse grid on the mesh's own nodes (0.7452), its exact rest inverse without the Jacobi part (0.7941)
 @pytest.mark.parametrize(
     "youngs",
     [
