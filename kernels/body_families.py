@@ -207,18 +207,22 @@ def joint_row_d(
 
 # ----------------------------------------------------- contacts on rigid bodies (kernels/rigid_contact.py)
 @wp.func
-def body_contact_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepData):
-    """Which feature–target slots are candidates this step, with their frames, arms, friction and contact points."""
+def body_contact_rows(
+    w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepData, newton_iteration: int, linearise: int
+) -> float:
+    """The feature–target slots' rows at the iterate (assemble_body_contact), or with ``linearise`` which are
+    candidates this step, with their frames, arms, friction and contact points; returns the lanes' part of Σφ²."""
     n = b.body_contact_count
+    acc = float(0.0)
     for k in range(lane, n, world_lanes()):
-        assemble_body_contact(
+        acc += assemble_body_contact(
             w * n + k,
             m_rows,
             b,
             s.contact,
             s.h,
-            0,
-            1,
+            newton_iteration,
+            linearise,
             s.body_x_start,
             s.body_v_start,
             s.body_v,
@@ -230,6 +234,13 @@ def body_contact_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s: 
             s.rhs,
             s.diag,
         )
+    return acc
+
+
+@wp.func
+def body_contact_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepData):
+    """Which feature–target slots are candidates this step, with their frames, arms, friction and contact points."""
+    body_contact_rows(w, lane, m_rows, b, s, 0, 1)
 
 
 @wp.func
@@ -243,29 +254,7 @@ def body_contact_assemble(
     newton_iteration: int,
     primal_fem: int,
 ) -> float:
-    n = b.body_contact_count
-    acc = float(0.0)
-    for k in range(lane, n, world_lanes()):
-        acc += assemble_body_contact(
-            w * n + k,
-            m_rows,
-            b,
-            s.contact,
-            s.h,
-            newton_iteration,
-            0,
-            s.body_x_start,
-            s.body_v_start,
-            s.body_v,
-            s.shape_mu,
-            s.body_contact_lam_n_prev,
-            s.lam,
-            s.bjac,
-            s.jac.row_compliance,
-            s.rhs,
-            s.diag,
-        )
-    return acc
+    return body_contact_rows(w, lane, m_rows, b, s, newton_iteration, 0)
 
 
 @wp.func
@@ -314,43 +303,11 @@ def body_contact_row_d(
 
 
 @wp.func
-def particle_body_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepData):
-    """Which particle–body-shape slots are candidates this step, with their frames, arms and friction."""
-    n = m_rows.particle_body_count
-    for k in range(lane, n, world_lanes()):
-        assemble_particle_body_contact(
-            w * n + k,
-            m_rows,
-            b,
-            s.contact,
-            s.h,
-            0,
-            1,
-            s.x_start,
-            s.v_start,
-            s.v,
-            s.body_x_start,
-            s.body_v_start,
-            s.body_v,
-            s.particle_body_lam_n_prev,
-            s.lam,
-            s.jac,
-            s.rhs,
-            s.diag,
-        )
-
-
-@wp.func
-def particle_body_assemble(
-    w: int,
-    lane: int,
-    m_rows: ModelData,
-    m_attach: ModelData,
-    b: BodyData,
-    s: StepData,
-    newton_iteration: int,
-    primal_fem: int,
+def particle_body_rows(
+    w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepData, newton_iteration: int, linearise: int
 ) -> float:
+    """The particle–body-shape slots' rows at the iterate (assemble_particle_body_contact), or with ``linearise``
+    which are candidates this step, with their frames, arms and friction; returns the lanes' part of Σφ²."""
     n = m_rows.particle_body_count
     acc = float(0.0)
     for k in range(lane, n, world_lanes()):
@@ -361,7 +318,7 @@ def particle_body_assemble(
             s.contact,
             s.h,
             newton_iteration,
-            0,
+            linearise,
             s.x_start,
             s.v_start,
             s.v,
@@ -375,6 +332,26 @@ def particle_body_assemble(
             s.diag,
         )
     return acc
+
+
+@wp.func
+def particle_body_contacts(w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepData):
+    """Which particle–body-shape slots are candidates this step, with their frames, arms and friction."""
+    particle_body_rows(w, lane, m_rows, b, s, 0, 1)
+
+
+@wp.func
+def particle_body_assemble(
+    w: int,
+    lane: int,
+    m_rows: ModelData,
+    m_attach: ModelData,
+    b: BodyData,
+    s: StepData,
+    newton_iteration: int,
+    primal_fem: int,
+) -> float:
+    return particle_body_rows(w, lane, m_rows, b, s, newton_iteration, 0)
 
 
 @wp.func
