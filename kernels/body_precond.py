@@ -29,7 +29,14 @@ from .data import (
 )
 from .friction import contact_slot_off
 from .rigid import ang, attachment_row0, body_pose, joint_row0, lin, row_effective_mass, spatial, unit
-from .rigid_contact import body_contact_row0, body_incidence_entry, particle_body_row0, particle_body_slot, target_body
+from .rigid_contact import (
+    body_contact_row0,
+    body_family_starts,
+    body_incidence_entry,
+    particle_body_row0,
+    particle_body_slot,
+    target_body,
+)
 
 # Loops stay loops: add_row_terms (dense 6 × 12 row updates) is inlined for every row of every row kind; unrolled,
 # the factor's module took ~3 minutes to compile for CUDA.
@@ -275,8 +282,9 @@ def body_block_chunk(
     for k in range(6 * bb.max_dofs):
         partial[first + k] = wp.float64(0.0)
     none = wp.spatial_vector()
+    starts = body_family_starts(m)
     for list_entry in range(b.chunk_first[c], b.chunk_end[c]):
-        entry = body_incidence_entry(m, b, list_entry)
+        entry = body_incidence_entry(b, list_entry, starts)
         family = entry[0]
         k = entry[1]
         role = entry[2]

@@ -52,22 +52,37 @@ def particle_body_slot(m: ModelData, b: BodyData, k: int) -> wp.vec2i:
 
 
 @wp.func
-def body_incidence_entry(m: ModelData, b: BodyData, c: int) -> wp.vec3i:
+def body_family_starts(m: ModelData) -> wp.vec4i:
+    """The first element numbers of the families that act on rigid bodies (attachment, joint, body contact, particle
+    contact with a body), for body_incidence_entry (read once, outside a loop over incidence entries)."""
+    return wp.vec4i(
+        family_element0(m, ATTACHMENT),
+        family_element0(m, JOINT),
+        family_element0(m, BODY_CONTACT),
+        family_element0(m, PARTICLE_BODY),
+    )
+
+
+@wp.func
+def body_incidence_entry(b: BodyData, c: int, starts: wp.vec4i) -> wp.vec3i:
     """Entry c of the bodies' incidence lists (Model.body_incidence: element · 4 + role, elements numbered by the
-    row-family table) as (family, element within the family, role): the family is ATTACHMENT, JOINT, BODY_CONTACT or
-    PARTICLE_BODY; the role is the body's side of a joint (0 child, 1 parent) or of a body contact (0 the feature's
-    body, 1 the target's), 0 otherwise."""
+    row-family table; ``starts``: body_family_starts) as (family, element within the family, role): the family is
+    ATTACHMENT, JOINT, BODY_CONTACT or PARTICLE_BODY; the role is the body's side of a joint (0 child, 1 parent) or of
+    a body contact (0 the feature's body, 1 the target's), 0 otherwise."""
     code = b.body_incidence[c]
     e = code // 4
-    role = code - 4 * e
     family = ATTACHMENT
-    if e >= family_element0(m, PARTICLE_BODY):
-        family = PARTICLE_BODY
-    elif e >= family_element0(m, BODY_CONTACT):
-        family = BODY_CONTACT
-    elif e >= family_element0(m, JOINT):
+    first = starts[0]
+    if e >= starts[1]:
         family = JOINT
-    return wp.vec3i(family, e - family_element0(m, family), role)
+        first = starts[1]
+    if e >= starts[2]:
+        family = BODY_CONTACT
+        first = starts[2]
+    if e >= starts[3]:
+        family = PARTICLE_BODY
+        first = starts[3]
+    return wp.vec3i(family, e - first, code - 4 * e)
 
 
 @wp.func
@@ -535,8 +550,9 @@ def body_transpose_range(
     chunks (kernels/world_rows.py, scatter_world_bodies)."""
     f = wp.vec3()
     t = wp.vec3()
+    starts = body_family_starts(m)
     for c in range(first, end):
-        entry = body_incidence_entry(m, b, c)
+        entry = body_incidence_entry(b, c, starts)
         family = entry[0]
         k = entry[1]
         role = entry[2]
