@@ -8,7 +8,7 @@
 # running them on the GPU machine's CPU when their seconds, arguments, Warp and sources match). It compiles and runs
 # this checkout's softsnake (PYTHONPATH=$PWD). Everything lands in .gpu/ (git-ignored), cut into parts .gpu/p0,
 # .gpu/p1, … of 58 MiB (a device call carries at most 64 MiB, the repository's ~5 MiB included; Warp's wheel alone is
-# ~150 MB, so three parts), one per device call, the calls within the machine's warm time:
+# ~150 MB: three or four parts), one per device call, the calls within the machine's warm time:
 #
 #   bash benchmarks/gpu_prepare.sh [--arch 90] [--from-cache DIR]     (DIR: a Warp kernel cache to start from)
 #   each part but the last: carry [".gpu/pK"], command: mkdir -p /tmp/gpu && cp -r .gpu/pK /tmp/gpu/
