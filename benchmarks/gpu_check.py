@@ -131,11 +131,11 @@ def section_slab(device: str, quick: bool) -> dict:
     return dict(rows=rows)
 
 
-#: (lanes per block, register cap or None, blocks per world, snakes) of the blocks section: block sizes for one snake,
-#: a world over a thread-block cluster of 2, 4 or 8 blocks (kernels/block.py, WORLD_BLOCKS), and the register cap
-#: that gives two 256-lane worlds per multiprocessor on a batch (stage_register_cap)
-#: the blocks section's variants: (lanes per block, the linear solve's lanes, register cap or None, blocks per world,
-#: snakes)
+#: the blocks section's variants, (lanes per block, the linear solve's lanes, register cap or None, blocks per world,
+#: snakes): block sizes for one snake, the solve on more lanes than the other stages (SolverConfig.solve_block_dim,
+#: under the register cap that fits its block), a world over a thread-block cluster of 2, 4 or 8 blocks
+#: (kernels/block.py, WORLD_BLOCKS), and 1024 snakes at three block sizes and under the register cap that gives two
+#: 256-lane worlds per multiprocessor (stage_register_cap)
 BLOCK_VARIANTS = (
     (64, 64, None, 1, 1),
     (128, 128, None, 1, 1),
