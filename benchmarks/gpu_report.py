@@ -1,0 +1,123 @@
+"""The tables of a gpu_check.json (benchmarks/gpu_check.py) as Markdown, for benchmarks/RESULTS.md ("On a GPU"):
+device, commit and date first, then one table per section the run holds (a section that failed: its error).
+
+    python -P benchmarks/gpu_report.py gpu_check.json [--out report.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def table(header: list[str], rows: list[list]) -> list[str]:
+    """A Markdown table; floats with four significant digits, thousands separated from 10,000 on."""
+
+    def cell(v) -> str:
+        if isinstance(v, bool) or v is None:
+            return str(v)
+        if isinstance(v, float):
+            return f"{v:,.0f}" if abs(v) >= 1e4 else f"{v:.4g}"
+        return str(v)
+
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def section_lines(name: str, data) -> list[str]:
+    """The Markdown of one section of the record."""
+    if isinstance(data, dict) and "error" in data:
+        return [f"{name}: failed: {data['error']}", ""]
+    if name == "launches":
+        return [f"Launches per solver step: slab {data['slab']:g}, snake {data['snake']:g}.", ""]
+    if name == "snake":
+        rows = [
+            [r["snakes"], r["ms_total"], r["ms_total"] / 2, r["snake_steps_per_s"], r["real_time_factor"],
+             r.get("paper_ms_total")]
+            for r in data["rows"]
+        ]  # fmt: skip
+        head = ["snakes", "ms per frame", "ms per step", "snake-steps/s", "real-time factor", "paper ms per frame"]
+        return table(head, rows)
+    if name == "slab":
+        rows = [[r["worlds"], r["ms_per_step"], r["world_steps_per_s"], r["real_time_factor"]] for r in data["rows"]]
+        return table(["slab worlds", "ms per step", "world-steps/s", "real-time factor"], rows)
+    if name == "profile":
+        stages = sorted(data["stages"].items(), key=lambda kv: -kv[1]["gpu_ms_per_step"])
+        out = [data.get("scene", ""), ""]
+        if stages:  # CUDA activity timing; none on a CPU
+            out += table(
+                ["stage kernel", "launches per step", "GPU ms per step"],
+                [[k, v["launches_per_step"], v["gpu_ms_per_step"]] for k, v in stages],
+            )
+        phases = data.get("solve_phases") or {}
+        if phases.get("phases"):
+            out += [f"The linear solve by phase ({phases['iterations']} MINRES iterations):", ""]
+            out += table(
+                ["phase", "share", "cycles per iteration"],
+                [[k, f"{100 * v['share']:.1f} %", v["cycles_per_iteration"]] for k, v in phases["phases"].items()],
+            )
+        return out
+    if name == "agreement":
+        return [
+            f"{data['seconds']:g} s straight gait: GPU–CPU gap {data['gpu_cpu_gap_mm']:.3g} mm against the CPU's "
+            f"round-off spread {data['cpu_roundoff_gap_mm']:.3g} mm; the GPU repeats itself bit for bit: "
+            f"{data['gpu_repeats_bit_for_bit']}; CPU runs {data['cpu_reference']}.",
+            "",
+        ]
+    if name == "blocks":
+        rows = [
+            [k, v.get("ms_per_frame"), v.get("snake_steps_per_s"), v.get("com_gap_mm"),
+             ", ".join(v.get("uncached_modules", [])) or "-", " ".join(v.get("error", [])) or "-"]
+            for k, v in data.items()
+        ]  # fmt: skip
+        return table(["variant", "ms per frame", "snake-steps/s", "gap [mm]", "compiled there", "error"], rows)
+    if name == "tests":
+        return [f"CUDA tests: return code {data['returncode']} in {data['seconds']:.0f} s.", ""]
+    if name == "env":
+        rows = [[r.get("snake"), r.get("worlds"), r.get("env_steps_per_s")] for r in data["rows"]]
+        return table(["snake", "worlds", "env-steps/s"], rows)
+    return [f"{name}: " + json.dumps(data)[:500], ""]
+
+
+def report(record: dict) -> str:
+    """The whole record as Markdown."""
+    meta = record.get("meta", {})
+    lines = [
+        f"- Device: {meta.get('device', '?')} ({meta.get('host', '')}, Python {meta.get('python', '?')}, Warp "
+        f"{meta.get('warp', '?')})",
+        f"- Date: {meta.get('date', '?')}",
+        f"- Code: {meta.get('commit') or '?'}",
+        f"- Kernels compiled on the device: {meta.get('uncached_modules') or 'none'} "
+        f"({meta.get('compile_seconds', 0.0):.0f} s)",
+        "",
+    ]
+    for name, data in record.items():
+        if name in ("meta", "seconds", "registers"):
+            continue
+        lines += [f"### {name} ({record.get('seconds', {}).get(name, 0.0):.0f} s)", ""] + section_lines(name, data)
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("record", help="gpu_check.json")
+    ap.add_argument("--out", help="write the Markdown here (default: standard output)")
+    a = ap.parse_args()
+    try:
+        record = json.loads(Path(a.record).read_text())
+    except (OSError, ValueError) as exc:
+        print(f"gpu_report: cannot read {a.record}: {exc}", file=sys.stderr)
+        return 2
+    text = report(record)
+    if a.out:
+        Path(a.out).write_text(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
