@@ -210,16 +210,23 @@ print(json.dumps(missing))
 """
 
 
+def variant_environment(cap: int | None, blocks: int) -> dict:
+    """This process's environment with a blocks variant's module options: the register cap (None: none) and the blocks
+    per world (kernels/block.py reads both when the kernels are imported)."""
+    env = dict(os.environ, SOFTSNAKE_WORLD_BLOCKS=str(blocks))
+    env.pop("SOFTSNAKE_CUDA_MAX_REGISTERS", None)
+    if cap is not None:
+        env["SOFTSNAKE_CUDA_MAX_REGISTERS"] = str(cap)
+    return env
+
+
 def variant_cache_misses() -> dict[str, list[str]]:
     """For each BLOCK_VARIANTS build (the default one first), the kernel modules its process would launch that Warp's
     cache (WARP_CACHE_PATH) holds no GPU cubin for, as a fresh process on the GPU machine hashes them: gpu_prepare.sh
     checks that the precompiled cache leaves nothing for a variant to compile there."""
     out = {}
     for lanes, solve_lanes, cap, blocks, _ in ((256, 256, None, 1, 1), *BLOCK_VARIANTS):
-        env = dict(os.environ, SOFTSNAKE_WORLD_BLOCKS=str(blocks))
-        env.pop("SOFTSNAKE_CUDA_MAX_REGISTERS", None)
-        if cap is not None:
-            env["SOFTSNAKE_CUDA_MAX_REGISTERS"] = str(cap)
+        env = variant_environment(cap, blocks)
         name = f"{lanes} lanes (solve {solve_lanes}) × {blocks}, cap {cap or 'none'}"
         if name in out:
             continue
@@ -243,11 +250,7 @@ def section_blocks(device: str, quick: bool) -> dict:
     out = {}
     reference = None
     for lanes, solve_lanes, cap, blocks, snakes in BLOCK_VARIANTS:
-        env = dict(os.environ)
-        env.pop("SOFTSNAKE_CUDA_MAX_REGISTERS", None)
-        env["SOFTSNAKE_WORLD_BLOCKS"] = str(blocks)
-        if cap is not None:
-            env["SOFTSNAKE_CUDA_MAX_REGISTERS"] = str(cap)
+        env = variant_environment(cap, blocks)
         frames = (3 if quick else 12) if snakes > 1 else (20 if quick else 60)
         solve = f" (solve {solve_lanes})" if solve_lanes != lanes else ""
         name = f"{lanes} lanes{solve} × {blocks} block{'s' if blocks > 1 else ''}, cap {cap or 'none'}, {snakes} snakes"
