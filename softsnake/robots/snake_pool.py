@@ -121,10 +121,7 @@ class SnakeSimPool:
         if failures:
             raise RuntimeError(f"SnakeSimPool: a worker failed:\n{failures[0]}")
         if answers and answers[0] is not None:
-            self._view = {
-                key: np.concatenate([a[key] for a in answers])
-                for key in ("com", "heading", "curvatures", "pressures", "body_poses", "world_frame")
-            }
+            self._view = {key: np.concatenate([a[key] for a in answers]) for key in answers[0] if key != "diverged"}
             self.diverged_worlds = {first + w for (first, _), a in zip(self.shares, answers) for w in a["diverged"]}
 
     def set_pressure_targets(self, targets_psi) -> None:
