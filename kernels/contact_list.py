@@ -22,10 +22,37 @@ particle's run is sorted by shape afterwards, so the list is the same as the ful
 import warp as wp
 
 from .contact import shape_bounding_radius, shape_signed_distance
-from .data import ContactSettings, Jacobian, ModelData, contact_row0
+from .data import ContactSettings, ModelData, StepData, contact_row0
 
 # forward kernels only: the solver is not differentiated (no adjoint code, half the compile time)
 wp.set_module_options({"enable_backward": False})
+
+
+@wp.struct
+class ShapeBvh:
+    """BVH over the bounded static shapes (item → shape), the unbounded ones (planes) listed apart; ``active`` = 0:
+    scan every shape instead."""
+
+    active: int
+    id: wp.uint64
+    item_shape: wp.array(dtype=int)
+    unbounded: wp.array(dtype=int)
+
+
+@wp.struct
+class ContactListData:
+    """The collision stage's buffers (softsnake/sim/contact_list.py): the previous list (to carry multipliers of the
+    pairs that stay), per-particle candidate counts and first slots, the per-world overflow count and the shape BVH."""
+
+    old_shape: wp.array(dtype=int)
+    old_first: wp.array(dtype=int)
+    old_num: wp.array(dtype=int)
+    old_lam_n: wp.array(dtype=float)
+    lam_prev: wp.array(dtype=float)
+    count: wp.array(dtype=int)
+    offset: wp.array(dtype=int)
+    overflow: wp.array(dtype=int)
+    bvh: ShapeBvh
 
 
 @wp.func
@@ -70,28 +97,17 @@ def contact_candidate(
 
 
 @wp.func
-def listed_slot(
-    m: ModelData,
-    contact: ContactSettings,
-    h: float,
-    x0: wp.vec3,
-    v_lin: wp.vec3,
-    v: wp.vec3,
-    lam_prev: wp.array(dtype=float),
-    old_first: int,
-    old_num: int,
-    old_shape: wp.array(dtype=int),
-    w: int,
-    p: int,
-    s: int,
-) -> int:
-    """−2 if pair (p, s) of world w is no candidate this step, else the slot it held in the previous list (−1: none).
-    The one test behind list_contact_candidates' count and write passes, so they agree."""
-    k = carried_slot(old_first, old_num, old_shape, w * m.contact_count, s)
+def listed_slot(tid: int, m: ModelData, s: StepData, c: ContactListData, shape: int) -> int:
+    """−2 if pair (particle, ``shape``) of (world, particle) ``tid`` is no candidate this step, else the slot it held
+    in the previous list (−1: none). The one test behind list_contact_candidates' count and write passes, so they
+    agree."""
+    w = tid // m.particle_count
+    p = tid - w * m.particle_count
+    k = carried_slot(c.old_first[tid], c.old_num[tid], c.old_shape, w * m.contact_count, shape)
     lam_n = float(0.0)
     if k >= 0:
-        lam_n = lam_prev[contact_row0(m, w, k) + 2]
-    if contact_candidate(m, contact, h, x0, v_lin, v, p, s, lam_n):
+        lam_n = c.lam_prev[contact_row0(m, w, k) + 2]
+    if contact_candidate(m, s.contact, s.h, s.x_start[tid], s.v_start[tid], s.v[tid], p, shape, lam_n):
         return k
     return -2
 
@@ -135,17 +151,6 @@ def shape_bounds(
     bound[s] = shape_bounding_radius(m.shape_type[s], m.shape_params[s])
 
 
-@wp.struct
-class ShapeBvh:
-    """BVH over the bounded static shapes (item → shape), the unbounded ones (planes) listed apart; ``active`` = 0:
-    scan every shape instead."""
-
-    active: int
-    id: wp.uint64
-    item_shape: wp.array(dtype=int)
-    unbounded: wp.array(dtype=int)
-
-
 @wp.func
 def contact_list_offsets(
     w: int,
@@ -165,61 +170,35 @@ def contact_list_offsets(
 
 
 @wp.func
-def clear_contact_slot(
-    tid: int,
-    m: ModelData,
-    jac: Jacobian,
-    lam: wp.array(dtype=float),
-    contact_lam_n_prev: wp.array(dtype=float),
-):
+def clear_contact_slot(tid: int, m: ModelData, s: StepData):
     """Slot ``tid`` (world-major) emptied: no pair, zero multipliers and frame."""
     w = tid // m.contact_count
     k = tid - w * m.contact_count
-    jac.contact_particle[tid] = -1
-    jac.contact_shape[tid] = -1
-    jac.contact_frame[tid] = wp.mat33()
-    contact_lam_n_prev[tid] = 0.0
+    s.jac.contact_particle[tid] = -1
+    s.jac.contact_shape[tid] = -1
+    s.jac.contact_frame[tid] = wp.mat33()
+    s.contact_lam_n_prev[tid] = 0.0
     row0 = contact_row0(m, w, k)
     for r in range(3):
-        lam[row0 + r] = 0.0
+        s.lam[row0 + r] = 0.0
 
 
 @wp.func
-def fill_slot(
-    m: ModelData,
-    w: int,
-    p: int,
-    s: int,
-    k: int,
-    slot: int,
-    lam_prev: wp.array(dtype=float),
-    lam_n_prev_old: wp.array(dtype=float),
-    jac: Jacobian,
-    lam: wp.array(dtype=float),
-    contact_lam_n_prev: wp.array(dtype=float),
-):
-    """Pair (p, s) into ``slot`` of world w (nothing beyond the capacity) with what its previous slot k carried (k < 0:
-    a new pair, zero multipliers as cleared)."""
+def fill_slot(m: ModelData, s: StepData, c: ContactListData, w: int, p: int, shape: int, k: int, slot: int):
+    """Pair (p, ``shape``) into ``slot`` of world w (nothing beyond the capacity) with what its previous slot k
+    carried (k < 0: a new pair, zero multipliers as cleared)."""
     K = m.contact_count
     if slot < K:
-        jac.contact_particle[w * K + slot] = p
-        jac.contact_shape[w * K + slot] = s
+        s.jac.contact_particle[w * K + slot] = p
+        s.jac.contact_shape[w * K + slot] = shape
         if k >= 0:
             for r in range(3):
-                lam[contact_row0(m, w, slot) + r] = lam_prev[contact_row0(m, w, k) + r]
-            contact_lam_n_prev[w * K + slot] = lam_n_prev_old[w * K + k]
+                s.lam[contact_row0(m, w, slot) + r] = c.lam_prev[contact_row0(m, w, k) + r]
+            s.contact_lam_n_prev[w * K + slot] = c.old_lam_n[w * K + k]
 
 
 @wp.func
-def sort_run_by_shape(
-    m: ModelData,
-    w: int,
-    begin: int,
-    end: int,
-    jac: Jacobian,
-    lam: wp.array(dtype=float),
-    contact_lam_n_prev: wp.array(dtype=float),
-):
+def sort_run_by_shape(m: ModelData, s: StepData, w: int, begin: int, end: int):
     """Insertion sort of one particle's slots [begin, end) by shape index, moving each pair's multipliers with it: the
     order of the full scan (runs are a few slots long)."""
     K = m.contact_count
@@ -228,194 +207,74 @@ def sort_run_by_shape(
         while j > begin:
             a = w * K + j - 1
             b = w * K + j
-            if jac.contact_shape[a] <= jac.contact_shape[b]:
+            if s.jac.contact_shape[a] <= s.jac.contact_shape[b]:
                 break
-            ts = jac.contact_shape[a]
-            jac.contact_shape[a] = jac.contact_shape[b]
-            jac.contact_shape[b] = ts
-            tl = contact_lam_n_prev[a]
-            contact_lam_n_prev[a] = contact_lam_n_prev[b]
-            contact_lam_n_prev[b] = tl
+            ts = s.jac.contact_shape[a]
+            s.jac.contact_shape[a] = s.jac.contact_shape[b]
+            s.jac.contact_shape[b] = ts
+            tl = s.contact_lam_n_prev[a]
+            s.contact_lam_n_prev[a] = s.contact_lam_n_prev[b]
+            s.contact_lam_n_prev[b] = tl
             ra = contact_row0(m, w, j - 1)
             rb = contact_row0(m, w, j)
             for r in range(3):
-                t = lam[ra + r]
-                lam[ra + r] = lam[rb + r]
-                lam[rb + r] = t
+                t = s.lam[ra + r]
+                s.lam[ra + r] = s.lam[rb + r]
+                s.lam[rb + r] = t
             j -= 1
 
 
 @wp.func
-def take_candidate(
-    m: ModelData,
-    contact: ContactSettings,
-    h: float,
-    x0: wp.vec3,
-    v_lin: wp.vec3,
-    v: wp.vec3,
-    lam_prev: wp.array(dtype=float),
-    lam_n_prev_old: wp.array(dtype=float),
-    old_first: int,
-    old_num: int,
-    old_shape: wp.array(dtype=int),
-    w: int,
-    p: int,
-    s: int,
-    slot: int,
-    write: int,
-    jac: Jacobian,
-    lam: wp.array(dtype=float),
-    contact_lam_n_prev: wp.array(dtype=float),
-) -> int:
-    """If pair (p, s) is a candidate: write it into ``slot`` (write = 1) and return the next slot; else ``slot``."""
-    k = listed_slot(m, contact, h, x0, v_lin, v, lam_prev, old_first, old_num, old_shape, w, p, s)
+def take_candidate(tid: int, m: ModelData, s: StepData, c: ContactListData, shape: int, slot: int, write: int) -> int:
+    """If pair (particle, ``shape``) of (world, particle) ``tid`` is a candidate: write it into ``slot`` with what it
+    carried (write = 1) and return the next slot; else ``slot``."""
+    w = tid // m.particle_count
+    p = tid - w * m.particle_count
+    k = listed_slot(tid, m, s, c, shape)
     if k > -2:
         if write != 0:
-            fill_slot(m, w, p, s, k, slot, lam_prev, lam_n_prev_old, jac, lam, contact_lam_n_prev)
+            fill_slot(m, s, c, w, p, shape, k, slot)
         return slot + 1
     return slot
 
 
 @wp.func
-def list_contact_candidates(
-    tid: int,
-    m: ModelData,
-    contact: ContactSettings,
-    h: float,
-    x_start: wp.array(dtype=wp.vec3),
-    v_lin: wp.array(dtype=wp.vec3),
-    v: wp.array(dtype=wp.vec3),
-    lam_prev: wp.array(dtype=float),
-    lam_n_prev_old: wp.array(dtype=float),
-    old_first: wp.array(dtype=int),
-    old_num: wp.array(dtype=int),
-    old_shape: wp.array(dtype=int),
-    bvh: ShapeBvh,
-    write: int,
-    offset: wp.array(dtype=int),
-    count: wp.array(dtype=int),
-    jac: Jacobian,
-    lam: wp.array(dtype=float),
-    contact_lam_n_prev: wp.array(dtype=float),
-):
-    """The candidates of (world, particle) ``tid``, each with the multipliers it carried (``lam_prev``, ``old_*``:
-    the previous list's layout). Called twice per step with one enumeration, to count (write = 0: ``count``) and then
-    to write them from ``offset`` on (write = 1), so the counts match the slots."""
+def list_contact_candidates(tid: int, m: ModelData, s: StepData, c: ContactListData, write: int):
+    """The candidates of (world, particle) ``tid``, each with the multipliers it carried (``c``: the previous list's
+    layout and multipliers). Called twice per step with one enumeration, to count (write = 0: ``c.count``) and then
+    to write them from ``c.offset`` on (write = 1), so the counts match the slots."""
     w = tid // m.particle_count
     p = tid - w * m.particle_count
     K = m.contact_count
     first = int(0)
     if write != 0:
-        first = offset[tid]
+        first = c.offset[tid]
     slot = first
-    x0 = x_start[tid]
-    xl = v_lin[tid]
-    xv = v[tid]
-    f0 = old_first[tid]
-    n0 = old_num[tid]
-    if m.particle_inv_mass[p] > 0.0 and bvh.active == 0:
-        for s in range(m.shape_count):
-            slot = take_candidate(
-                m,
-                contact,
-                h,
-                x0,
-                xl,
-                xv,
-                lam_prev,
-                lam_n_prev_old,
-                f0,
-                n0,
-                old_shape,
-                w,
-                p,
-                s,
-                slot,
-                write,
-                jac,
-                lam,
-                contact_lam_n_prev,
-            )
+    if m.particle_inv_mass[p] > 0.0 and c.bvh.active == 0:
+        for shape in range(m.shape_count):
+            slot = take_candidate(tid, m, s, c, shape, slot, write)
     elif m.particle_inv_mass[p] > 0.0:
-        low, high = query_box(m, contact, h, x0, xl, xv, p)
-        for u in range(bvh.unbounded.shape[0]):
-            slot = take_candidate(
-                m,
-                contact,
-                h,
-                x0,
-                xl,
-                xv,
-                lam_prev,
-                lam_n_prev_old,
-                f0,
-                n0,
-                old_shape,
-                w,
-                p,
-                bvh.unbounded[u],
-                slot,
-                write,
-                jac,
-                lam,
-                contact_lam_n_prev,
-            )
-        query = wp.bvh_query_aabb(bvh.id, low, high)
+        low, high = query_box(m, s.contact, s.h, s.x_start[tid], s.v_start[tid], s.v[tid], p)
+        for u in range(c.bvh.unbounded.shape[0]):
+            slot = take_candidate(tid, m, s, c, c.bvh.unbounded[u], slot, write)
+        query = wp.bvh_query_aabb(c.bvh.id, low, high)
         item = int(0)
         while wp.bvh_query_next(query, item):
-            s = bvh.item_shape[item]
-            if shape_box_meets(m, s, low, high):
-                slot = take_candidate(
-                    m,
-                    contact,
-                    h,
-                    x0,
-                    xl,
-                    xv,
-                    lam_prev,
-                    lam_n_prev_old,
-                    f0,
-                    n0,
-                    old_shape,
-                    w,
-                    p,
-                    s,
-                    slot,
-                    write,
-                    jac,
-                    lam,
-                    contact_lam_n_prev,
-                )
-        for kk in range(f0, f0 + n0):
-            s = old_shape[w * K + kk]
-            if shape_bounding_radius(m.shape_type[s], m.shape_params[s]) >= 0.0 and not shape_box_meets(
-                m, s, low, high
+            shape = c.bvh.item_shape[item]
+            if shape_box_meets(m, shape, low, high):
+                slot = take_candidate(tid, m, s, c, shape, slot, write)
+        # the previous list's pairs outside the box: they stay candidates while they carry λ_n > 0
+        f0 = c.old_first[tid]
+        for kk in range(f0, f0 + c.old_num[tid]):
+            shape = c.old_shape[w * K + kk]
+            if shape_bounding_radius(m.shape_type[shape], m.shape_params[shape]) >= 0.0 and not shape_box_meets(
+                m, shape, low, high
             ):
-                slot = take_candidate(
-                    m,
-                    contact,
-                    h,
-                    x0,
-                    xl,
-                    xv,
-                    lam_prev,
-                    lam_n_prev_old,
-                    f0,
-                    n0,
-                    old_shape,
-                    w,
-                    p,
-                    s,
-                    slot,
-                    write,
-                    jac,
-                    lam,
-                    contact_lam_n_prev,
-                )
+                slot = take_candidate(tid, m, s, c, shape, slot, write)
         if write != 0:
-            sort_run_by_shape(m, w, wp.min(first, K), wp.min(slot, K), jac, lam, contact_lam_n_prev)
+            sort_run_by_shape(m, s, w, wp.min(first, K), wp.min(slot, K))
     if write != 0:
-        jac.contact_first[tid] = wp.min(first, K)
-        jac.contact_num[tid] = wp.min(slot, K) - wp.min(first, K)
+        s.jac.contact_first[tid] = wp.min(first, K)
+        s.jac.contact_num[tid] = wp.min(slot, K) - wp.min(first, K)
     else:
-        count[tid] = slot
+        c.count[tid] = slot

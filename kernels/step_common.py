@@ -5,7 +5,7 @@ linearise and finalise. The solver launches them in pipeline order (softsnake/si
 import warp as wp
 
 from .block import STAGE_MODULE_OPTIONS, world_index, world_lanes, world_scan, world_sync
-from .contact_list import ShapeBvh, clear_contact_slot, contact_list_offsets, list_contact_candidates
+from .contact_list import ContactListData, clear_contact_slot, contact_list_offsets, list_contact_candidates
 from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
 from .integrate import finalize_particle, predict_particle, start_multiplier
 from .rigid import finalize_body, predict_body
@@ -13,22 +13,6 @@ from .world_rows import contacts_world, linearise_world_rows
 
 # forward kernels only, rebuilt when any kernel source changes (kernels/block.py, STAGE_MODULE_OPTIONS)
 wp.set_module_options(STAGE_MODULE_OPTIONS)
-
-
-@wp.struct
-class ContactListData:
-    """The collision stage's buffers (softsnake/sim/contact_list.py): the previous list (to carry multipliers of the
-    pairs that stay), per-particle candidate counts and first slots, the per-world overflow count and the shape BVH."""
-
-    old_shape: wp.array(dtype=int)
-    old_first: wp.array(dtype=int)
-    old_num: wp.array(dtype=int)
-    old_lam_n: wp.array(dtype=float)
-    lam_prev: wp.array(dtype=float)
-    count: wp.array(dtype=int)
-    offset: wp.array(dtype=int)
-    overflow: wp.array(dtype=int)
-    bvh: ShapeBvh
 
 
 @wp.func
@@ -138,27 +122,7 @@ def world_candidates(w: int, lane: int, m: ModelData, s: StepData, c: ContactLis
     """One pass of world ``w``'s particles over their contact candidates (kernels/contact_list.py): count them
     (write = 0) or write them into their slots (write = 1)."""
     for p in range(lane, m.particle_count, world_lanes()):
-        list_contact_candidates(
-            w * m.particle_count + p,
-            m,
-            s.contact,
-            s.h,
-            s.x_start,
-            s.v_start,
-            s.v,
-            c.lam_prev,
-            c.old_lam_n,
-            c.old_first,
-            c.old_num,
-            c.old_shape,
-            c.bvh,
-            write,
-            c.offset,
-            c.count,
-            s.jac,
-            s.lam,
-            s.contact_lam_n_prev,
-        )
+        list_contact_candidates(w * m.particle_count + p, m, s, c, write)
 
 
 @wp.kernel
@@ -194,7 +158,7 @@ def collide(
     contact_list_offsets_block(w, lane, n, K, c.count, c.offset, c.overflow)
     world_sync()
     for k in range(lane, K, lanes):
-        clear_contact_slot(w * K + k, m, s.jac, s.lam, s.contact_lam_n_prev)
+        clear_contact_slot(w * K + k, m, s)
     world_sync()
     world_candidates(w, lane, m, s, c, 1)  # write
     world_sync()

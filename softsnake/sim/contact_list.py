@@ -51,7 +51,7 @@ class ContactList:
         jac.contact_shape = wp.full(W * K, -1, dtype=int, device=dev)
         jac.contact_first = wp.zeros(W * n, dtype=int, device=dev)
         jac.contact_num = wp.zeros(W * n, dtype=int, device=dev)
-        c = kstep.ContactListData()
+        c = kcl.ContactListData()
         c.old_shape = wp.zeros(W * K, dtype=int, device=dev)
         c.old_first = wp.zeros(W * n, dtype=int, device=dev)
         c.old_num = wp.zeros(W * n, dtype=int, device=dev)
