@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepare, on this machine, what a GPU machine without network needs to run benchmarks/gpu_check.sh: the Python
 # wheels its image lacks, for Python 3.12 on x86-64 (Warp at this environment's version, meshio, tetgen, shapely,
-# usd-core, gymnasium, and stable-baselines3 for gpu_check's ppo section: the image has PyTorch), Warp's kernel
+# gymnasium, and stable-baselines3 for gpu_check's ppo section: the image has PyTorch; not usd-core, ~28 MB that only
+# the gait's USD recording imports and no section runs), Warp's kernel
 # cache with every softsnake module precompiled for the GPU's architecture (sm_90: H100, H200), the stage kernels'
 # registers per thread read from those cubins (registers.json: benchmarks/cubin_registers.py, its table printed here),
 # and the agreement section's two CPU runs (agreement_cpu.npz, agreement_cpu_ulp.npz: gpu_check takes them instead of
@@ -32,7 +33,7 @@ warp_version=$($python -c "import warp; print(warp.__version__)")
 rm -rf .gpu && mkdir -p .gpu/wheels
 platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64)
 $python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp "${platforms[@]}" -d .gpu/wheels \
-    "warp-lang==$warp_version" meshio tetgen shapely usd-core gymnasium cloudpickle farama-notifications stable-baselines3
+    "warp-lang==$warp_version" meshio tetgen shapely gymnasium cloudpickle farama-notifications stable-baselines3
 # the kernels, compiled here for the GPU (Warp's NVRTC needs no driver); modules already in --from-cache are kept
 if [[ -n "$from_cache" ]]; then mkdir -p .gpu/warpcache && cp -r "$from_cache"/. .gpu/warpcache/; fi
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --block-dim 64 --block-dim 128
