@@ -8,6 +8,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 site=/tmp/gpu/site
 if [[ ! -d "$site" ]]; then
+    # every part that gpu_prepare.sh listed (payload.sha256, in the last part), present and intact
+    manifest=$(ls .gpu/p*/payload.sha256 /tmp/gpu/p*/payload.sha256 2>/dev/null | head -n 1 || true)
+    if [[ -z "$manifest" ]]; then
+        echo "gpu_check.sh: no payload.sha256: carry the last part of benchmarks/gpu_prepare.sh's payload" >&2
+        exit 3
+    fi
+    while read -r sum name; do
+        part=$(ls /tmp/gpu/p*/"$name" .gpu/p*/"$name" 2>/dev/null | head -n 1 || true)
+        if [[ -z "$part" ]]; then
+            echo "gpu_check.sh: payload part $name is missing: copy it to /tmp/gpu first (gpu_prepare.sh's header;" \
+                "a machine given back between the calls loses /tmp/gpu)" >&2
+            exit 3
+        fi
+        if ! echo "$sum  $part" | sha256sum -c --quiet - >/dev/null 2>&1; then
+            echo "gpu_check.sh: payload part $part is damaged (its sha256 differs from $manifest)" >&2
+            exit 3
+        fi
+    done < "$manifest"
     # the parts in their split order, wherever they lie (a warm machine may keep an earlier call's .gpu/pK: each once)
     cat $(ls /tmp/gpu/p*/payload.part.* .gpu/p*/payload.part.* 2>/dev/null | awk -F/ '{print $NF " " $0}' | sort -u -k1,1 | cut -d" " -f2) \
         | xz -d | tar -C /tmp/gpu -xf -

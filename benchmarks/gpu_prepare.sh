@@ -61,11 +61,15 @@ if [[ -f .gpu/registers.json ]]; then carried+=(registers.json); fi
 find .gpu/warpcache -name "*.cu" -delete
 tar -C .gpu -cf - "${carried[@]}" | xz -T0 -9 > .gpu/payload.tar.xz
 split -b 58m -d .gpu/payload.tar.xz .gpu/payload.part.
+# the parts' checksums travel with the last part: gpu_check.sh names a part that is missing (a machine given back
+# between the calls loses /tmp/gpu) or damaged before it unpacks anything
+(cd .gpu && sha256sum payload.part.* > payload.sha256)
 k=0
 for part in .gpu/payload.part.*; do
     mkdir -p ".gpu/p$k" && mv "$part" ".gpu/p$k/"
     k=$((k + 1))
 done
+mv .gpu/payload.sha256 ".gpu/p$((k - 1))/"
 rm -rf .gpu/payload.tar.xz .gpu/wheels .gpu/warpcache
 du -sh .gpu/p*
 echo "carry .gpu/p0 … .gpu/p$((k - 1)) in $k device calls (benchmarks/gpu_prepare.sh's header)"
