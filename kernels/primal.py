@@ -72,8 +72,11 @@ def fit_body_rotation(
     mass: wp.array(dtype=float),
     rest: wp.array(dtype=wp.vec3),
     x_start: wp.array(dtype=wp.vec3),
+    v_lin: wp.array(dtype=wp.vec3),
+    h: float,
 ) -> wp.mat33:
-    """Best-fit rotation of soft body c of world w from rest to x⁻ (polar factor of Σ m (x − c)(X − C)ᵀ)."""
+    """Best-fit rotation of soft body c of world w from rest to the linearisation point x = x⁻ + h·v⁻, where the tets
+    take their rotations (polar factor of Σ m (x − c)(X − C)ᵀ)."""
     msum = float(0.0)
     cx = wp.vec3()
     cX = wp.vec3()
@@ -81,7 +84,7 @@ def fit_body_rotation(
         p = body_particles[k]
         mp = wp.max(mass[p], 1.0e-12)
         msum += mp
-        cx += x_start[w * particles_per_world + p] * mp
+        cx += (x_start[w * particles_per_world + p] + v_lin[w * particles_per_world + p] * h) * mp
         cX += rest[p] * mp
     cx = cx / msum
     cX = cX / msum
@@ -89,7 +92,8 @@ def fit_body_rotation(
     for k in range(body_start[c], body_start[c + 1]):
         p = body_particles[k]
         mp = wp.max(mass[p], 1.0e-12)
-        Apq += wp.outer(x_start[w * particles_per_world + p] - cx, rest[p] - cX) * mp
+        x = x_start[w * particles_per_world + p] + v_lin[w * particles_per_world + p] * h
+        Apq += wp.outer(x - cx, rest[p] - cX) * mp
     return polar_rotation(Apq)
 
 

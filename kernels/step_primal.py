@@ -453,7 +453,7 @@ def warm_start(
     if p.use_coarse != 0:
         for c in range(lane, p.soft_bodies, lanes):
             p.rotation[w * p.soft_bodies + c] = fit_body_rotation(
-                w, c, n, p.body_start, p.body_particles, p.mass, p.rest, s.x_start
+                w, c, n, p.body_start, p.body_particles, p.mass, p.rest, s.x_start, s.v_start, s.h
             )
         world_sync()
     if p.warm_scaled == 0:

@@ -19,7 +19,9 @@ changed (float64 body blocks, two-level attachment masses; the right-hand side, 
 preconditioner still matched the 4b5edc2 recording within 1e-5 before it was re-recorded), and when the end-of-step
 momentum balance came in (SolverConfig.momentum_balance; with it off the replay matched the recording before), and
 when the primal step began to scale its carried bilateral multipliers (SolverConfig.warm_start_scaled, 2026-11-26;
-with the scaling off both tests passed against the earlier recording).
+with the scaling off both tests passed against the earlier recording), and when the coarse correction's soft-body
+rotations moved to the tets' linearisation point x⁻ + h·v⁻ (2026-11-27; the right-hand side and the product matched
+the recording within 2e-7 before, the particles' preconditioner moved by 1.8e-3 of its scale).
 """
 
 import sys
