@@ -15,7 +15,7 @@ plus a trilinear coarse grid per soft body, coarse_space.py), where long stiff b
 
 import warp as wp
 
-from .tet import polar_rotation
+from .tet import linearisation_point, polar_rotation
 
 
 @wp.func
@@ -84,7 +84,7 @@ def fit_body_rotation(
         p = body_particles[k]
         mp = wp.max(mass[p], 1.0e-12)
         msum += mp
-        cx += (x_start[w * particles_per_world + p] + v_lin[w * particles_per_world + p] * h) * mp
+        cx += linearisation_point(x_start, v_lin, h, w * particles_per_world + p) * mp
         cX += rest[p] * mp
     cx = cx / msum
     cX = cX / msum
@@ -92,8 +92,7 @@ def fit_body_rotation(
     for k in range(body_start[c], body_start[c + 1]):
         p = body_particles[k]
         mp = wp.max(mass[p], 1.0e-12)
-        x = x_start[w * particles_per_world + p] + v_lin[w * particles_per_world + p] * h
-        Apq += wp.outer(x - cx, rest[p] - cX) * mp
+        Apq += wp.outer(linearisation_point(x_start, v_lin, h, w * particles_per_world + p) - cx, rest[p] - cX) * mp
     return polar_rotation(Apq)
 
 

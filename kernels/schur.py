@@ -29,6 +29,7 @@ from .data import (
 )
 from .friction import assemble_contact_rows, contact_slot_off, switch_off_contact_rows
 from .tet import (
+    linearisation_point,
     polar_rotation,
     tet_compliance_diagonal,
     tet_compliance_times,
@@ -128,10 +129,10 @@ def assemble_particle_element(
             # R of the step: polar factor at x⁻ + h·v⁻, held for the whole step, so the strain rows below are linear
             # in x and the tet part of each Newton solve is exact (stiffness-warped linear elasticity)
             F0 = tet_deformation_gradient(
-                x_start[pbase + idx[0]] + v_lin[pbase + idx[0]] * h,
-                x_start[pbase + idx[1]] + v_lin[pbase + idx[1]] * h,
-                x_start[pbase + idx[2]] + v_lin[pbase + idx[2]] * h,
-                x_start[pbase + idx[3]] + v_lin[pbase + idx[3]] * h,
+                linearisation_point(x_start, v_lin, h, pbase + idx[0]),
+                linearisation_point(x_start, v_lin, h, pbase + idx[1]),
+                linearisation_point(x_start, v_lin, h, pbase + idx[2]),
+                linearisation_point(x_start, v_lin, h, pbase + idx[3]),
                 B,
             )
             jac.tet_rotation[w * m.tet_count + t] = polar_rotation(F0)

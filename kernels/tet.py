@@ -36,6 +36,13 @@ def voigt_j(row: int) -> int:
 
 
 @wp.func
+def linearisation_point(x_start: wp.array(dtype=wp.vec3), v_lin: wp.array(dtype=wp.vec3), h: float, k: int) -> wp.vec3:
+    """x⁻ + h·v⁻ of particle k (world-major): where a step takes its rotations, the tets' (paper Eq. 5) and the
+    coarse space's soft bodies' (kernels/primal.py, fit_body_rotation), held for the whole step."""
+    return x_start[k] + v_lin[k] * h
+
+
+@wp.func
 def polar_rotation(F: wp.mat33) -> wp.mat33:
     """Rotation factor of F = R·S (reflections pushed into the smallest singular value, det R = +1)."""
     U = wp.mat33()
