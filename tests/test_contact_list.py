@@ -43,9 +43,9 @@ def test_rows_grow_with_contacts_not_shapes_and_the_ground_carries_the_weight():
     model, state, solver = run(cube_among_posts(60), 120)
     ln, _ = solver.contact_impulses()
     assert ln.shape == (1, model.particle_count, model.shape_count)
-    # at rest, the ground's normal impulses carry the weight over the step (measured to 1.4e-7); the posts carry
-    # nothing; the fastest particle at 1.9 µm/s
-    assert ln[0, :, 0].sum() == pytest.approx(model.particle_mass.sum() * 9.81 * H, rel=4.2e-7)
+    # at rest, the ground's normal impulses carry the weight over the step (measured to −3.1e-7); the posts carry
+    # nothing; the fastest particle at 1.9 µm/s; bounds 3×
+    assert ln[0, :, 0].sum() == pytest.approx(model.particle_mass.sum() * 9.81 * H, rel=9.2e-7)
     assert np.all(ln[0, :, 1:] == 0.0)
     assert np.abs(state.particle_qd.numpy()).max() < 5.6e-6
 
@@ -59,7 +59,7 @@ def test_capacity_does_not_change_the_answer_and_the_wall_stops_the_cube():
     assert np.allclose(s0.particle_q.numpy(), s1.particle_q.numpy(), rtol=0.0, atol=1e-6)
     assert np.allclose(v0.contact_impulses()[0], v1.contact_impulses()[0], rtol=0.0, atol=1e-7)
     q = s0.particle_q.numpy()
-    assert q[:, 0].max() < 0.05 + 1.6e-4  # the wall's face: the cube hit it and stopped (measured 52 µm into it)
+    assert q[:, 0].max() < 0.05 + 1.6e-4  # the wall's face: the cube hit it and stopped (measured 55 µm into it)
     ln, _ = v0.contact_impulses()
     assert (ln[0, :, 1] > 0).sum() == 16  # it rests against the wall on its whole 4 × 4-node face
 

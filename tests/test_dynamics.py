@@ -22,8 +22,8 @@ def test_clamped_beam_vibrates_in_its_first_mode_as_implicit_euler_predicts():
     mode (1 mm at the tip). Backward Euler maps the mode's (q, q̇) by [[1, −h], [hω², 1]]⁻¹ per step: eigenvalues
     1/(1 ± iωh), so per step the amplitude falls to 1/√(1 + ω²h²) and the phase advances by atan(ωh). Measured at the
     budget (ω = 25.90 rad/s, ωh = 0.216), from the modal coordinate's best-fitting two-step recurrence over 80 steps:
-    decay +1.4e-4 and period +0.45 % from the prediction, the modal coordinate within 1.6 % of the amplitude of the
-    predicted sequence over 1 s (4 × 40: −2.5e-6, +0.026 %; 8 × 100: −3.5e-6, +0.010 %)."""
+    decay +1.5e-4 and period +0.50 % from the prediction, the modal coordinate within 1.8 % of the amplitude of the
+    predicted sequence over 1 s (4 × 40: +2.5e-6, +0.027 %; 8 × 100: −3.3e-6, +0.010 %); bounds 3×."""
     youngs = 5.0e5
     model, mesh = V.cantilever_model(youngs=youngs, gravity=(0.0, 0.0, 0.0))
     X = mesh.vertices
@@ -51,13 +51,13 @@ def test_clamped_beam_vibrates_in_its_first_mode_as_implicit_euler_predicts():
     q = np.asarray(q)
     (a, b), *_ = np.linalg.lstsq(np.c_[q[1:79], q[0:78]], q[2:80], rcond=None)  # q_{n+1} = a q_n + b q_{n−1}
     z = np.roots([1.0, -a, -b])[0]
-    assert abs(z) == pytest.approx(1.0 / np.sqrt(1.0 + (omega * h) ** 2), rel=4.2e-4)
-    assert abs(np.angle(z)) == pytest.approx(np.arctan(omega * h), rel=1.35e-2)  # period = 2πh / phase per step
+    assert abs(z) == pytest.approx(1.0 / np.sqrt(1.0 + (omega * h) ** 2), rel=4.6e-4)
+    assert abs(np.angle(z)) == pytest.approx(np.arctan(omega * h), rel=1.5e-2)  # period = 2πh / phase per step
     step = np.linalg.inv(np.array([[1.0, -h], [h * omega**2, 1.0]]))
     predicted = [np.array([amplitude, 0.0])]
     for _ in range(120):
         predicted.append(step @ predicted[-1])
-    assert np.abs(q - np.asarray(predicted)[:, 0]).max() < 4.8e-2 * amplitude
+    assert np.abs(q - np.asarray(predicted)[:, 0]).max() < 5.4e-2 * amplitude
 
 
 def _spinning_cube(youngs: float, glued: bool, steps: int = 120):

@@ -176,12 +176,12 @@ def test_particles_and_soft_cube_rest_on_a_dynamic_box():
         solver.step(state)
     q = state.particle_q.numpy()
     # measured after 2 s: particle and cube 7.5e-9 m into the top face (one float32 ulp of 0.1 m), the box exactly at
-    # rest height, particles at 1.0 µm/s, the box at 1.2 µm/s
+    # rest height, particles at 0.83 µm/s, the box at 1.9 µm/s; bounds 3× (three ulps where measured at most one)
     assert q[p, 2] == pytest.approx(0.1, abs=2.3e-8)  # on the box's top face
     assert q[1:, 2].min() > 0.1 - 2.3e-8  # the soft cube rests on it
     assert state.body_q.numpy()[0, 2] == pytest.approx(0.05, abs=1.2e-8)  # and the box carries both on the ground
-    assert np.abs(state.particle_qd.numpy()).max() < 2.9e-6
-    assert np.abs(state.body_qd.numpy()).max() < 3.7e-6
+    assert np.abs(state.particle_qd.numpy()).max() < 2.5e-6
+    assert np.abs(state.body_qd.numpy()).max() < 5.7e-6
 
 
 def test_sphere_rolls_and_capsule_rests():
