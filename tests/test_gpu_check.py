@@ -1,8 +1,8 @@
 """benchmarks/gpu_check.py, the script a session lent a GPU runs once, works before it gets there: on the CPU, its
-launch count, the solve's phase profile and the large world run and write their JSON, the blocks section runs a variant in a process
-of its own and records a variant that cannot run (a thread-block cluster, which needs a Hopper GPU) as an error
-instead of stopping, the variants gpu_prepare.sh precompiles are listed, and benchmarks/gpu_report.py turns its JSON
-into RESULTS' tables."""
+launch count, the solve's phase profile and the large world run and write their JSON, the blocks section runs a
+variant in a process of its own and records a variant that cannot run (a thread-block cluster, which needs a Hopper
+GPU) as an error instead of stopping, the variants gpu_prepare.sh precompiles are listed, and
+benchmarks/gpu_report.py turns its JSON into RESULTS' tables."""
 
 from __future__ import annotations
 
