@@ -84,23 +84,31 @@ def test_link_mesh_is_mirror_symmetric_and_conforming():
 
 @pytest.fixture(scope="module")
 def sweep():
+    """The coarse link's sweep, per pressure the median of three runs with Young's modulus × 1 and 1 ± 1e-6: a
+    carriage's wheels stick or creep as float32 round-off decides, and one run in ~13 settles a link a few percent off
+    (below); three runs and their median, like a repeated experiment's, answer the link's linearity instead."""
     p = np.array([-8.0, -6, -4, -2, 0, 2, 4, 6, 8])
-    return curvature_sweep(p, config=coarse(), settle_seconds=1.5)  # linearity and symmetry hold long before it settles
+    runs = []
+    for scale in (1.0, 1.0 + 1e-6, 1.0 - 1e-6):
+        cfg = coarse()
+        cfg = dataclasses.replace(cfg, youngs_modulus=cfg.youngs_modulus * scale)
+        runs.append(curvature_sweep(p, config=cfg, settle_seconds=1.5))  # linearity holds long before it settles
+    return dataclasses.replace(runs[0], curvature_per_m=np.median([r.curvature_per_m for r in runs], axis=0))
 
 
 def test_curvature_linear_in_pressure_and_symmetric(sweep):
-    # measured on the coarse link: 1 − R² = 1.8e-5 / 3.0e-5 (0-8 / −8-0 psi), the two slopes 0.004 % apart, κ(0 psi)
-    # 2.1e-7 of κ(8 psi). They answer float32 round-off: with Young's modulus scaled by 1 ± 1e-6, 1 ± 2e-6 or
-    # 1 + 3e-6, or the density or the carriage mass by 1 + 1e-6, 1 − R² reaches 5.7e-5, the slopes 0.19 % apart and
-    # κ(0) 1.3e-6 of κ(8 psi); the bounds (3× the largest of an earlier step's six such runs) hold all of them but one
-    # tail: at Young's modulus × (1 + 1e-6) the −4 psi link settled 4 % lower (stick-slip of its wheels), 1 − R² 5.5e-4
+    # measured on the coarse link (AMD EPYC, 2026-11-27), thirteen single runs with Young's modulus × (1 + n·1e-6),
+    # n = −6 … 6: 1 − R² (the worse of 0–8 and −8–0 psi) 1.8e-5 … 8.0e-5 in twelve and 5.5e-4 at n = 1 (its −4 psi
+    # link settled 4 % lower: stick-slip of its wheels), the two slopes up to 0.33 % apart, κ(0 psi) up to 1.7e-6 of
+    # κ(8 psi). The median of any three of them (all 286 triples): 1 − R² ≤ 5.1e-5, slopes ≤ 0.18 % apart,
+    # κ(0) ≤ 1.25e-6 of κ(8 psi); the bounds are 3× those
     a_pos, _, r2_pos = sweep.linear_fit(0.0, 8.0)
     a_neg, _, r2_neg = sweep.linear_fit(-8.0, 0.0)
-    assert r2_pos >= 1 - 1.6e-4 and r2_neg >= 1 - 1.6e-4
+    assert r2_pos >= 1 - 1.5e-4 and r2_neg >= 1 - 1.5e-4
     assert a_pos > 0 and a_neg > 0  # positive pressure (chamber 0) → positive curvature
-    assert abs(a_pos - a_neg) <= 8.0e-3 * max(a_pos, a_neg)
+    assert abs(a_pos - a_neg) <= 5.4e-3 * max(a_pos, a_neg)
     k = sweep.curvature_per_m
-    assert abs(k[4]) < 4.5e-6 * abs(k[-1])  # no curvature without pressure
+    assert abs(k[4]) < 3.8e-6 * abs(k[-1])  # no curvature without pressure
     assert np.all(np.diff(k) > 0)
 
 
