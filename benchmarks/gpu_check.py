@@ -10,7 +10,7 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   snake      Table II: ms per frame (2 steps of 1/120 s) for ¼, 1, 4, 10 snakes and snake-steps/s at 1024 snakes,
              the default step (one captured graph per step), with the paper's figures beside them
   slab       the engine slab (4,500 tets): ms per step and world-steps/s at 1, 8, 64, 256, 1024 worlds
-  large      one world of 51,840 tets (softsnake.scenes.soft_column_on_ground, above 50k: no switch to another path,
+  large      one world of 51,840 tets (softsnake.validation.run_column, above 50k: no switch to another path,
              one block on one multiprocessor): ms per step and, after 40 steps, its top's sink against the exact
              ρgH²/(2E) (tests/test_large_world.py: within −6.4e-5 … −1.2e-5 on the CPU)
   profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing), and the linear solve's
@@ -135,38 +135,24 @@ def section_slab(device: str, quick: bool) -> dict:
 
 
 def section_large(device: str, quick: bool) -> dict:
-    """The default step on one world of 51,840 tets: its time per step (synchronised, after five steps) and whether
-    it settles to the exact self-weight sink as on the CPU (tests/test_large_world.py, the same scene and steps)."""
-    import warp as wp
+    """The default step on one world of 51,840 tets (softsnake.validation.run_column, as tests/test_large_world.py
+    runs it): its time per step (synchronised, after five steps) and whether it settles to the exact self-weight sink
+    as on the CPU."""
+    from softsnake.validation import run_column
 
-    import softsnake as ss
-    from softsnake.scenes import self_weight_sink, soft_column_on_ground
-
-    youngs, density = 1.0e5, 1070.0
-    model = soft_column_on_ground(youngs=youngs, density=density).finalize(device=device)
-    state = model.state()
-    solver = ss.Solver(model)
-    rest = state.particle_q.numpy().astype(np.float64)
-    top = np.isclose(rest[:, 2], rest[:, 2].max())
-    exact = self_weight_sink(float(np.ptp(rest[:, 2])), youngs, density)
-    seconds, error = [], []
-    for _ in range(40):
-        wp.synchronize_device(device)
-        t0 = time.perf_counter()
-        solver.step(state)
-        wp.synchronize_device(device)
-        seconds.append(time.perf_counter() - t0)
-        z = state.particle_q.numpy()[top, 2].astype(np.float64)
-        error.append(float((rest[top, 2].mean() - z.mean()) / exact - 1.0))
-    ms = 1e3 * float(np.median(seconds[5:]))
-    print(f"  {model.tet_count} tets: {ms:.2f} ms/step, sink error {min(error[30:]):+.2e} … {max(error[30:]):+.2e}")
+    r = run_column(device=device)
+    ms = 1e3 * float(np.median(r["seconds"][5:]))
+    e = r["sink_error"][30:]
+    print(f"  {r['tets']} tets: {ms:.2f} ms/step, sink error {e.min():+.2e} … {e.max():+.2e}", flush=True)
     return dict(
-        tets=model.tet_count,
-        particles=model.particle_count,
+        tets=r["tets"],
+        particles=r["particles"],
         ms_per_step=ms,
-        first_step_s=seconds[0],
-        exact_sink_um=1e6 * exact,
-        sink_error_steps_31_40=error[30:],
+        first_step_s=float(r["seconds"][0]),
+        exact_sink_um=1e6 * r["exact_sink"],
+        sink_error_steps_31_40=[float(v) for v in e],
+        top_spread=r["top_spread"],
+        sideways=r["sideways"],
     )
 
 

@@ -21,20 +21,6 @@ def soft_slab_on_ground(
     return b
 
 
-def soft_column_on_ground(cells=(60, 12, 12), size=(0.3, 0.06, 0.06), *, youngs=1.0e5, density=1070.0, mu=1.0):
-    """A large world with an exact static solution: a block of ``cells`` cubes (default 51,840 tets, 10,309
-    particles) with Poisson's ratio 0 standing on the ground. Under its own weight it is in uniaxial stress
-    σ_zz = −ρg(H − z) with no lateral strain, so its base stays flat on the ground whatever the friction, and its top
-    sinks by ``self_weight_sink(H, E, ρ)`` (tests/test_large_world.py; benchmarks/gpu_check.py, large)."""
-    return soft_slab_on_ground(cells, size, youngs=youngs, poisson=0.0, density=density, mu=mu, drop=0.0)
-
-
-def self_weight_sink(height: float, youngs: float, density: float, gravity: float = 9.81) -> float:
-    """ρgH²/(2E) [m]: how far the top of a column of height H [m] with Poisson's ratio 0 sinks under its own weight
-    (∫₀^H ρg(H − z)/E dz), Young's modulus E [Pa], density ρ [kg/m³], gravity g [m/s²]."""
-    return density * gravity * height**2 / (2.0 * youngs)
-
-
 def demo_scene():
     """Default demo: a soft cube thrown onto the ground toward a static box, next to a particle pendulum."""
     b = ModelBuilder()
