@@ -196,7 +196,7 @@ class VideoScene:
     def _centres_px(self, sim: VineSim) -> np.ndarray:
         """Simulated body centres (¼ and ¾ of each link, within the grown length) [px], all worlds (P, M, 2)."""
         ell = sim.config.link_length
-        grown = float(np.sum(sim._link_len))
+        grown = sim.grown_length()
         s = np.arange(ell / 4, grown, ell / 2)
         poses = sim.poses()
         W = poses.shape[0]

@@ -215,6 +215,11 @@ class VineSim:
         b = p[:, 1::2]
         return b[..., :2] + d * np.stack([np.cos(b[..., 2]), np.sin(b[..., 2])], axis=-1)
 
+    def grown_length(self) -> float:
+        """The links' lengths summed [m]: the robot's length from the base along its body (chen: growing as the
+        schedule slides each link out; jitosho: the initial slides, which do not change)."""
+        return float(np.sum(self._link_len))
+
     def grown_links(self) -> int:
         """chen: links with non-zero length (jitosho: all)."""
         if self.config.preset != "chen":
