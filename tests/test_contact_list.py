@@ -56,8 +56,9 @@ def test_capacity_does_not_change_the_answer_and_the_wall_stops_the_cube():
     runs = [run(scene(), 40, contact_capacity=c) for c in (None, n * scene().shape_count)]
     (m0, s0, v0), (m1, s1, v1) = runs
     assert m0.row_count < m1.row_count
-    assert np.allclose(s0.particle_q.numpy(), s1.particle_q.numpy(), rtol=0.0, atol=1e-6)
-    assert np.allclose(v0.contact_impulses()[0], v1.contact_impulses()[0], rtol=0.0, atol=1e-7)
+    # the unused slots of the larger list add nothing: the same bits (measured: 0.0 apart)
+    assert np.array_equal(s0.particle_q.numpy(), s1.particle_q.numpy())
+    assert np.array_equal(v0.contact_impulses()[0], v1.contact_impulses()[0])
     q = s0.particle_q.numpy()
     assert q[:, 0].max() < 0.05 + 1.6e-4  # the wall's face: the cube hit it and stopped (measured 55 µm into it)
     ln, _ = v0.contact_impulses()

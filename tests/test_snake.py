@@ -305,8 +305,7 @@ def test_batched_snakes_match_single_runs():
     batched = run_gait(gaits, 0.5, config=cfg)
     for w, g in enumerate(gaits):
         single = run_gait(g, 0.5, config=cfg)
-        scale = np.abs(single.com[:, 0]).max()
-        assert np.abs(batched.com[:, w] - single.com[:, 0]).max() <= 1e-5 * scale
+        assert np.array_equal(batched.com[:, w], single.com[:, 0]), w  # a world alone gives the same bits
 
 
 def test_checkpoint_resumes_bit_identically(tmp_path):
