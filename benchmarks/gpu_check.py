@@ -15,6 +15,8 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
              ρgH²/(2E) (tests/test_large_world.py: within −6.4e-5 … −1.2e-5 on the CPU)
   profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing), and the linear solve's
              phases (share and clock cycles per MINRES iteration: SolverConfig.phase_timing)
+  floor      what one pass of the linear solve's loop costs with only its structure in it: 37 barriers (or block sums)
+             per pass, with 0–4 dependent L2 loads per lane and phase, one world's block (benchmarks/latency_floor.py)
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread);
              the two CPU runs are gpu_prepare.sh's when they match (``cpu_reference``: "carried"), else run here
   blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world, under a register cap of 128,
@@ -52,7 +54,7 @@ import numpy as np
 
 #: what benchmarks/gpu_prepare.sh carried, unpacked by gpu_check.sh: registers.json, agreement_cpu*.npz (--carried)
 CARRIED = Path("/tmp/gpu")
-SECTIONS = ("launches", "snake", "slab", "large", "profile", "agreement", "blocks", "tests", "env", "ppo")
+SECTIONS = ("launches", "snake", "slab", "large", "profile", "floor", "agreement", "blocks", "tests", "env", "ppo")
 #: the sections a plain run takes (under 8 minutes on an H100)
 DEFAULT_SECTIONS = SECTIONS[:-1]
 #: the stage block sizes the sections launch (blocks: 64, 128, 256)
@@ -323,6 +325,16 @@ def section_profile(device: str, quick: bool) -> dict:
         stages={k: dict(gpu_ms_per_step=t / n, launches_per_step=c / n) for k, (t, c) in times.items()},
         solve_phases=solve_phases("snake", device, frames),
     )
+
+
+def section_floor(device: str, quick: bool) -> dict:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from latency_floor import PASSES, measure
+
+    rows = measure(device, repeats=3 if quick else 5)
+    for r in rows:
+        print(f"  {r['loads']} loads, {'sum' if r['block_sum'] else 'barrier'}: {r['us_per_pass']:.2f} µs/pass")
+    return dict(passes_per_step=PASSES, rows=rows)
 
 
 def section_agreement(device: str, quick: bool) -> dict:

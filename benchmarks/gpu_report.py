@@ -68,6 +68,14 @@ def section_lines(name: str, data) -> list[str]:
                 [[k, f"{100 * v['share']:.1f} %", v["cycles_per_iteration"]] for k, v in phases["phases"].items()],
             )
         return out
+    if name == "floor":
+        rows = [
+            [r["loads"], "block sum" if r["block_sum"] else "barrier", r["phases"], r["us_per_pass"],
+             r["us_per_pass"] * data["passes_per_step"] / 1e3]
+            for r in data["rows"]
+        ]  # fmt: skip
+        head = ["dependent loads per phase", "each phase ends at", "phases", "µs per pass", "ms per step's passes"]
+        return table(head, rows)
     if name == "agreement":
         return [
             f"{data['seconds']:g} s straight gait: GPU–CPU gap {data['gpu_cpu_gap_mm']:.3g} mm against the CPU's "

@@ -1,7 +1,7 @@
 """benchmarks/gpu_check.py, the script a session lent a GPU runs once, works before it gets there: on the CPU, its
-launch count, the solve's phase profile and the large world run and write their JSON, the blocks section runs a
-variant in a process of its own and records a variant that cannot run (a thread-block cluster, which needs a Hopper
-GPU) as an error instead of stopping, the variants gpu_prepare.sh precompiles are listed, and
+launch count, the solve's phase profile, the large world and the latency floor run and write their JSON, the blocks
+section runs a variant in a process of its own and records a variant that cannot run (a thread-block cluster, which
+needs a Hopper GPU) as an error instead of stopping, the variants gpu_prepare.sh precompiles are listed, and
 benchmarks/gpu_report.py turns its JSON into RESULTS' tables."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
     out = tmp_path / "gpu_check.json"
     run = subprocess.run(
         [sys.executable, "-P", str(ROOT / "benchmarks" / "gpu_check.py"), "--device", "cpu", "--quick"]
-        + ["--sections", "launches,profile,large", "--out", str(out)],
+        + ["--sections", "launches,profile,large,floor", "--out", str(out)],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -36,6 +36,9 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
     assert min(shares) > 0.0 and abs(sum(shares) - 1.0) < 1e-9
     large = record["large"]  # the scene and bound of tests/test_large_world.py
     assert large["tets"] == 51_840 and max(abs(e) for e in large["sink_error_steps_31_40"]) < 1.9e-4
+    assert [(r["loads"], r["block_sum"]) for r in record["floor"]["rows"]] == [
+        (0, False), (1, False), (2, False), (4, False), (0, True), (1, True)
+    ]  # fmt: skip
     # its tables for RESULTS (benchmarks/gpu_report.py), a failed section as its error
     record["slab"] = dict(error="RuntimeError: out of memory")
     out.write_text(json.dumps(record))
@@ -45,7 +48,7 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
     assert report.returncode == 0, report.stderr
     text = report.stdout
     assert "Launches per solver step: slab 18, snake 22." in text and "slab: failed: RuntimeError" in text
-    assert "One world of 51,840 tets" in text
+    assert "One world of 51,840 tets" in text and "| each phase ends at |" in text
     assert "| product_particles |" in text  # the solve's phases (the stages' GPU times: CUDA only)
     bad = subprocess.run(
         [sys.executable, "-P", str(ROOT / "benchmarks" / "gpu_report.py"), str(tmp_path / "missing.json")],
