@@ -328,13 +328,31 @@ def section_profile(device: str, quick: bool) -> dict:
 
 
 def section_floor(device: str, quick: bool) -> dict:
-    sys.path.insert(0, str(Path(__file__).parent))
+    """benchmarks/latency_floor.py on one world's block here, and in processes of their own on clusters of 2 and 8
+    blocks (SOFTSNAKE_WORLD_BLOCKS, read at import; Hopper only: elsewhere the error is recorded)."""
+    here = Path(__file__).parent
+    sys.path.insert(0, str(here))
     from latency_floor import PASSES, measure
 
     rows = measure(device, repeats=3 if quick else 5)
+    clusters = {}
+    for blocks in (2, 8) if device != "cpu" else ():  # a CPU world is one lane
+        path = Path(os.environ.get("TMPDIR", "/tmp")) / f"floor_{blocks}.json"
+        run = subprocess.run(
+            [sys.executable, "-P", str(here / "latency_floor.py"), "--device", device, "--json", str(path)],
+            env={**os.environ, "SOFTSNAKE_WORLD_BLOCKS": str(blocks)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if run.returncode == 0:
+            rows += json.loads(path.read_text())["rows"]
+        else:
+            clusters[blocks] = run.stderr.strip().splitlines()[-3:]
     for r in rows:
-        print(f"  {r['loads']} loads, {'sum' if r['block_sum'] else 'barrier'}: {r['us_per_pass']:.2f} µs/pass")
-    return dict(passes_per_step=PASSES, rows=rows)
+        sync = "sum" if r["block_sum"] else "barrier"
+        print(f"  ×{r['blocks']} {r['loads']} loads, {sync}: {r['us_per_pass']:.2f} µs/pass", flush=True)
+    return dict(passes_per_step=PASSES, rows=rows, cluster_errors=clusters)
 
 
 def section_agreement(device: str, quick: bool) -> dict:

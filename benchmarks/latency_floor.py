@@ -3,7 +3,8 @@ barriers, the block sums and a chain of dependent loads per lane and phase.
 
 One world's linear solve passes 84 times per default step through a loop of 37 phases that each end at a barrier
 (docs/solver.md, "On a GPU"); 1.5 ms per step leaves ~15 µs per pass. This kernel makes the same passes and phases on
-one world's block (256 lanes on a GPU; kernels/block.py's barrier and block sum), each phase with ``loads`` dependent
+one world's block (256 lanes on a GPU; kernels/block.py's barrier and block sum; a cluster of blocks with
+SOFTSNAKE_WORLD_BLOCKS, as the stage kernels), each phase with ``loads`` dependent
 global loads per lane (a random cycle through 1 MiB of indices, which stays in the L2 cache) and, with ``sums``, a
 block sum in place of the bare barrier. Time per pass, against the solve's measured one, says how much of a pass the
 structure alone costs: no arithmetic of the step, no bandwidth.
@@ -22,10 +23,11 @@ import time
 import numpy as np
 import warp as wp
 
-from softsnake.kernels.block import world_index, world_sum, world_sync
+from softsnake.kernels.block import STAGE_MODULE_OPTIONS, WORLD_BLOCKS, world_index, world_sum, world_sync
 from softsnake.sim.model import quiet_warp
 
-wp.set_module_options({"enable_backward": False})
+#: the stage kernels' options: with SOFTSNAKE_WORLD_BLOCKS > 1 the world is a thread-block cluster, as theirs
+wp.set_module_options(STAGE_MODULE_OPTIONS)
 
 #: passes of one default step's linear solves (4 Newton iterations × (20 MINRES iterations + the start)) and the
 #: barriers of one pass (the sm_90 SASS of newton_solve at 256 lanes)
@@ -70,17 +72,18 @@ def measure(device: str, repeats: int = 5) -> list[dict]:
     launch without passes, over the passes."""
     dev = wp.get_device(device)
     lanes = 256 if dev.is_cuda else 1
+    blocks = WORLD_BLOCKS if dev.is_cuda else 1
     chain = wp.array(index_cycle(CHAIN), dtype=int, device=dev)
-    out = wp.zeros(lanes, dtype=float, device=dev)
+    out = wp.zeros(blocks * lanes, dtype=float, device=dev)
 
     def seconds(passes: int, loads: int, sums: int) -> float:
         args = [passes, PHASES, loads, sums, chain, out]
-        wp.launch_tiled(phases_kernel, dim=[1], inputs=args, block_dim=lanes, device=dev)  # compile, warm
+        wp.launch_tiled(phases_kernel, dim=[blocks], inputs=args, block_dim=lanes, device=dev)  # compile, warm
         wp.synchronize_device(dev)
         times = []
         for _ in range(repeats):
             t0 = time.perf_counter()
-            wp.launch_tiled(phases_kernel, dim=[1], inputs=args, block_dim=lanes, device=dev)
+            wp.launch_tiled(phases_kernel, dim=[blocks], inputs=args, block_dim=lanes, device=dev)
             wp.synchronize_device(dev)
             times.append(time.perf_counter() - t0)
         return float(np.median(times))
@@ -89,7 +92,7 @@ def measure(device: str, repeats: int = 5) -> list[dict]:
     rows = []
     for loads, sums in CASES:
         us = 1e6 * max(seconds(PASSES, loads, sums) - launch, 0.0) / PASSES
-        rows.append(dict(loads=loads, block_sum=bool(sums), lanes=lanes, phases=PHASES, us_per_pass=us))
+        rows.append(dict(loads=loads, block_sum=bool(sums), lanes=lanes, blocks=blocks, phases=PHASES, us_per_pass=us))
     return rows
 
 
