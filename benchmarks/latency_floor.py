@@ -4,10 +4,10 @@ barriers, the block sums and a chain of dependent loads per lane and phase.
 One world's linear solve passes 84 times per default step through a loop of 37 phases that each end at a barrier
 (docs/solver.md, "On a GPU"); 1.5 ms per step leaves ~15 µs per pass. This kernel makes the same passes and phases on
 one world's block (256 lanes on a GPU; kernels/block.py's barrier and block sum; a cluster of blocks with
-SOFTSNAKE_WORLD_BLOCKS, as the stage kernels), each phase with ``loads`` dependent
-global loads per lane (a random cycle through 1 MiB of indices, which stays in the L2 cache) and, with ``sums``, a
-block sum in place of the bare barrier. Time per pass, against the solve's measured one, says how much of a pass the
-structure alone costs: no arithmetic of the step, no bandwidth.
+SOFTSNAKE_WORLD_BLOCKS, as the stage kernels), each phase with ``loads`` dependent global loads per lane (a random cycle
+through 1 MiB of indices, which stays in the L2 cache) and, with ``sums``, a block sum in place of the bare barrier.
+Time per pass, against the solve's measured one, says how much of a pass the structure alone costs: no arithmetic of the
+step, no bandwidth.
 
     python -P benchmarks/latency_floor.py --device cuda [--json floor.json]
 
