@@ -23,7 +23,14 @@ import time
 import numpy as np
 import warp as wp
 
-from softsnake.kernels.block import STAGE_MODULE_OPTIONS, WORLD_BLOCKS, world_index, world_sum, world_sync
+from softsnake.kernels.block import (
+    STAGE_MODULE_OPTIONS,
+    WORLD_BLOCKS,
+    world_index,
+    world_lanes,
+    world_sum,
+    world_sync,
+)
 from softsnake.sim.model import quiet_warp
 
 #: the stage kernels' options: with SOFTSNAKE_WORLD_BLOCKS > 1 the world is a thread-block cluster, as theirs
@@ -56,7 +63,7 @@ def phases_kernel(
                 acc += world_sum(float(k))
             else:
                 world_sync()
-    out[w * wp.block_dim() + lane] = acc + float(k)
+    out[w * world_lanes() + lane] = acc + float(k)
 
 
 def index_cycle(n: int, seed: int = 0) -> np.ndarray:

@@ -93,7 +93,11 @@ def sweep():
         cfg = coarse()
         cfg = dataclasses.replace(cfg, youngs_modulus=cfg.youngs_modulus * scale)
         runs.append(curvature_sweep(p, config=cfg, settle_seconds=1.5))  # linearity holds long before it settles
-    return dataclasses.replace(runs[0], curvature_per_m=np.median([r.curvature_per_m for r in runs], axis=0))
+    return dataclasses.replace(
+        runs[0],
+        curvature_per_m=np.median([r.curvature_per_m for r in runs], axis=0),
+        settle_change_per_m=np.max([r.settle_change_per_m for r in runs], axis=0),
+    )
 
 
 def test_curvature_linear_in_pressure_and_symmetric(sweep):
