@@ -19,14 +19,16 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
              per pass, with 0–4 dependent L2 loads per lane and phase, one world's block (benchmarks/latency_floor.py)
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread);
              the two CPU runs are gpu_prepare.sh's when they match (``cpu_reference``: "carried"), else run here
+  tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels: tests
+             passed and failed, written after each test
+  env        the learning environment's env-steps/s (benchmarks/bench_env.py) at 1, 16, 64, 256 worlds, coarse and full
   blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world, under a register cap of 128,
              over thread-block clusters of 2, 4 and 8 blocks, and with the linear solve on 512 or 1024 lanes
              (SolverConfig.solve_block_dim, capped at 128 or 64 registers), and 1024 snakes at 64, 128 and 256
              lanes (fewer lanes: more worlds resident per multiprocessor) and capped (BLOCK_VARIANTS); each one
              snake against the first for agreement; each variant in a process of its own, which names the
-             stage modules the carried cache lacked (``uncached_modules``) and stops after 4 minutes
-  tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels
-  env        the learning environment's env-steps/s (benchmarks/bench_env.py) at 1, 16, 64, 256 worlds, coarse and full
+             stage modules the carried cache lacked (``uncached_modules``) and stops after 2 minutes; the
+             clusters last, and the section last of all (the 0173a57 run spent its last 7 minutes in it)
   ppo        (only when named in --sections: ~5 min) examples/train_ppo.py's full run, 256 coarse snakes on the GPU,
              491,520 environment steps; its curve, plot and policy land in $OUT/ppo/
 
@@ -35,7 +37,10 @@ registers and the CPU runs here, carried as .gpu/ and unpacked into /tmp/gpu, ``
 
     bash benchmarks/gpu_check.sh --commit <hash>      (installs, then runs this script into $OUT/gpu_check.json)
 
-``--sections`` picks a subset (comma-separated), ``--quick`` shortens every timing (for a first try of the script).
+``--sections`` picks a subset (comma-separated), ``--quick`` shortens every timing (for a first try of the script),
+``--budget-s`` (default 450) is the time after which no section begins and the tests and the blocks variants stop, so
+that the device call ends within 8 minutes with every measurement it got to in the file. Call it without a pipe to
+``tail`` (the device tool keeps the last 12,000 characters of the output itself; a pipe holds them back until the end).
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -54,7 +61,9 @@ import numpy as np
 
 #: what benchmarks/gpu_prepare.sh carried, unpacked by gpu_check.sh: registers.json, agreement_cpu*.npz (--carried)
 CARRIED = Path("/tmp/gpu")
-SECTIONS = ("launches", "snake", "slab", "large", "profile", "floor", "agreement", "blocks", "tests", "env", "ppo")
+#: in the order they run: the blocks section's experimental variants last (a variant that hangs stops at its
+#: timeout, after everything else was measured)
+SECTIONS = ("launches", "snake", "slab", "large", "profile", "floor", "agreement", "tests", "env", "blocks", "ppo")
 #: the sections a plain run takes (under 8 minutes on an H100)
 DEFAULT_SECTIONS = SECTIONS[:-1]
 #: the stage block sizes the sections launch (blocks: 64, 128, 256)
@@ -77,6 +86,24 @@ TEST_FILES = (
     "tests/test_primal.py",
     "tests/test_contact_list.py",
 )
+
+
+#: when the run's time is up (time.monotonic(); main sets it from --budget-s): a section not begun by then is
+#: skipped, and the tests and the blocks variants stop at it
+DEADLINE = float("inf")
+#: saves a long section's partial result into the file as it goes (main sets it for each section)
+SAVE_PARTIAL = None
+
+
+def remaining() -> float:
+    """Seconds left of the run's budget (DEADLINE)."""
+    return DEADLINE - time.monotonic()
+
+
+def save_partial(partial: dict) -> None:
+    """The running section's result so far, written to the file (a run cut short keeps it)."""
+    if SAVE_PARTIAL is not None:
+        SAVE_PARTIAL(partial)
 
 
 def write(path: Path, record: dict) -> None:
@@ -162,7 +189,8 @@ def section_large(device: str, quick: bool) -> dict:
 #: snakes): block sizes for one snake, the solve on more lanes than the other stages (SolverConfig.solve_block_dim,
 #: under the register cap that fits its block), a world over a thread-block cluster of 2, 4 or 8 blocks
 #: (kernels/block.py, WORLD_BLOCKS), and 1024 snakes at three block sizes and under the register cap that gives two
-#: 256-lane worlds per multiprocessor (stage_register_cap)
+#: 256-lane worlds per multiprocessor (stage_register_cap); the clusters last (never run to the end on a GPU yet: the
+#: 0173a57 run on an H100 spent its last 7 minutes in this section without a result)
 BLOCK_VARIANTS = (
     (64, 64, None, 1, 1),
     (128, 128, None, 1, 1),
@@ -170,13 +198,13 @@ BLOCK_VARIANTS = (
     (256, 256, 128, 1, 1),
     (256, 512, 128, 1, 1),
     (256, 1024, 64, 1, 1),
-    (256, 256, None, 2, 1),
-    (256, 256, None, 4, 1),
-    (256, 256, None, 8, 1),
     (64, 64, None, 1, 1024),
     (128, 128, None, 1, 1024),
     (256, 256, None, 1, 1024),
     (256, 256, 128, 1, 1024),
+    (256, 256, None, 2, 1),
+    (256, 256, None, 4, 1),
+    (256, 256, None, 8, 1),
 )
 
 #: one variant of the blocks section, in a process of its own: the stage modules hashed first, as precompile_cuda.py
@@ -190,6 +218,7 @@ device = sys.argv[5]
 module_identifiers(stage_block_dims=sorted({lanes, solve_lanes}))
 uncached = kernels_to_compile(device)
 compile_kernels(device, bar=False, workers=os.cpu_count(), stream=sys.stderr)
+print(f"compiled {uncached or 'nothing'}; timing {snakes} snakes, {frames} frames", file=sys.stderr, flush=True)
 from softsnake.experiments.bench import bench_snakes
 from softsnake.robots.snake import SnakeConfig
 cfg = SnakeConfig()
@@ -197,8 +226,9 @@ cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=
 r = bench_snakes(snakes, frames, device=device, config=cfg)
 print(json.dumps(dict(ms_per_frame=r["ms_total"], com=r["com_world0"], uncached_modules=uncached)))
 """
-#: the longest a blocks variant may take [s] (a cache miss compiles its stage modules first, ~2 minutes)
-BLOCK_VARIANT_TIMEOUT_S = 240
+#: the longest a blocks variant may take [s]: ~15 s with its modules in the carried cache (gpu_prepare.sh checks
+#: that they are); a cache miss compiles its stage modules first (~2 minutes on 16 cores) and is stopped
+BLOCK_VARIANT_TIMEOUT_S = 120
 
 
 def variant_builds() -> list[str]:
@@ -268,43 +298,58 @@ def variant_cache_misses() -> dict[str, list[str]]:
     return out
 
 
+def run_with_timeout(args: list[str], env: dict, timeout: float) -> tuple[int | None, str, str]:
+    """(return code, None when stopped at ``timeout`` seconds; standard output; standard error) of a process of its
+    own; what it wrote before it was stopped is kept (files, not pipes)."""
+    with (
+        tempfile.TemporaryFile("w+") as out,
+        tempfile.TemporaryFile("w+") as err,
+        subprocess.Popen(args, env=env, stdout=out, stderr=err, text=True) as run,
+    ):
+        try:
+            code = run.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            run.wait()
+            code = None
+        out.seek(0)
+        err.seek(0)
+        return code, out.read(), err.read()
+
+
 def section_blocks(device: str, quick: bool) -> dict:
-    """One snake at 64 to 256 lanes per world, capped, over clusters of 2 to 8 blocks and with the solve on 512 or
-    1024 lanes, and 1024 snakes at 64 to 256 lanes and capped (BLOCK_VARIANTS), each variant in a process of its own
-    (the cap and the cluster are module options, read when the kernels are imported); per variant ms per frame,
+    """One snake at 64 to 256 lanes per world, capped, with the solve on 512 or 1024 lanes, 1024 snakes at 64 to 256
+    lanes and capped, and one snake over clusters of 2 to 8 blocks (BLOCK_VARIANTS), each variant in a process of its
+    own (the cap and the cluster are module options, read when the kernels are imported), stopped after
+    BLOCK_VARIANT_TIMEOUT_S or at the run's deadline (its last lines of output kept); per variant ms per frame,
     snake-steps/s and, for one snake, the gap of world 0's centre of mass [mm] from the first variant's after as many
-    frames (round-off: a few µm)."""
+    frames (round-off: a few µm). Each variant's row is written to the file as soon as it is done."""
     out = {}
     reference = None
     for lanes, solve_lanes, cap, blocks, snakes in BLOCK_VARIANTS:
-        env = variant_environment(cap, blocks)
         frames = (3 if quick else 12) if snakes > 1 else (20 if quick else 60)
         solve = f" (solve {solve_lanes})" if solve_lanes != lanes else ""
         name = f"{lanes} lanes{solve} × {blocks} block{'s' if blocks > 1 else ''}, cap {cap or 'none'}, {snakes} snakes"
-        try:
-            run = subprocess.run(
-                [sys.executable, "-P", "-c", _BLOCK_RUN, *map(str, (lanes, solve_lanes, snakes, frames)), device],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=BLOCK_VARIANT_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired:
-            out[name] = dict(error=[f"stopped after {BLOCK_VARIANT_TIMEOUT_S} s"])
-            print(f"  {name}: {out[name]['error'][0]}", flush=True)
+        timeout = min(BLOCK_VARIANT_TIMEOUT_S, remaining())
+        if timeout < 20.0:
+            out[name] = dict(error=["not run: the run's time budget was spent"])
             continue
-        if run.returncode != 0:
-            out[name] = dict(error=run.stderr.strip().splitlines()[-3:] or ["failed"])
-            print(f"  {name}: failed: {out[name]['error']}", flush=True)
-            continue
-        r = json.loads(run.stdout.strip().splitlines()[-1])
-        row = dict(ms_per_frame=r["ms_per_frame"], snake_steps_per_s=2e3 * snakes / r["ms_per_frame"])
-        row["uncached_modules"] = r["uncached_modules"]
-        if snakes == 1:
-            reference = reference or r["com"]
-            row["com_gap_mm"] = 1e3 * float(np.linalg.norm(np.subtract(r["com"], reference)))
-        out[name] = row
-        print(f"  {name}: {row}", flush=True)
+        args = [sys.executable, "-P", "-c", _BLOCK_RUN, *map(str, (lanes, solve_lanes, snakes, frames)), device]
+        code, stdout, stderr = run_with_timeout(args, variant_environment(cap, blocks), timeout)
+        if code != 0:
+            why = f"stopped after {timeout:.0f} s" if code is None else f"exit code {code}"
+            out[name] = dict(error=[why, *stderr.strip().splitlines()[-3:]])
+            print(f"  {name}: {' | '.join(out[name]['error'])}", flush=True)
+        else:
+            r = json.loads(stdout.strip().splitlines()[-1])
+            row = dict(ms_per_frame=r["ms_per_frame"], snake_steps_per_s=2e3 * snakes / r["ms_per_frame"])
+            row["uncached_modules"] = r["uncached_modules"]
+            if snakes == 1:
+                reference = reference or r["com"]
+                row["com_gap_mm"] = 1e3 * float(np.linalg.norm(np.subtract(r["com"], reference)))
+            out[name] = row
+            print(f"  {name}: {row}", flush=True)
+        save_partial(out)
     return out
 
 
@@ -424,10 +469,13 @@ def section_ppo(device: str, quick: bool) -> dict:
 
 
 def section_tests(device: str, quick: bool) -> dict:
-    """pytest's output goes to the console as it runs (a run cut short still shows how far it got)."""
+    """The CUDA test files, verbose: pytest's output goes to the console as it runs, and the tests passed and failed so
+    far to the file after each (a run cut short keeps how far it got); stopped at the run's deadline
+    (``returncode`` None)."""
     env = dict(os.environ, SOFTSNAKE_TEST_DEVICE=device)
     t0 = time.perf_counter()
-    lines = []
+    lines: list[str] = []
+    result = dict(returncode=None, seconds=0.0, passed=0, failed=[], tail=[])
     with subprocess.Popen(
         [sys.executable, "-P", "-c", PYTEST, "-v", "-p", "no:cacheprovider", *TEST_FILES],
         env=env,
@@ -435,10 +483,26 @@ def section_tests(device: str, quick: bool) -> dict:
         stderr=subprocess.STDOUT,
         text=True,
     ) as run:
-        for line in run.stdout:
-            print("  " + line.rstrip(), flush=True)
-            lines.append(line.rstrip())
-    return dict(returncode=run.returncode, seconds=time.perf_counter() - t0, tail=lines[-15:])
+        watchdog = threading.Timer(max(remaining(), 0.0), run.kill)
+        watchdog.start()
+        try:
+            for line in run.stdout:
+                line = line.rstrip()
+                print("  " + line, flush=True)
+                lines.append(line)
+                verdict = line.split(" [")[0].strip().rsplit(" ", 1)[-1] if "::" in line else ""
+                if verdict in ("PASSED", "FAILED", "ERROR"):
+                    if verdict == "PASSED":
+                        result["passed"] += 1
+                    else:
+                        result["failed"].append(line.split(" ")[0])
+                    result.update(seconds=time.perf_counter() - t0, tail=lines[-15:])
+                    save_partial(result)
+        finally:
+            watchdog.cancel()
+    stopped = run.returncode is not None and run.returncode < 0
+    result.update(returncode=None if stopped else run.returncode, seconds=time.perf_counter() - t0, tail=lines[-15:])
+    return result
 
 
 def compile_up_front(device: str) -> dict:
@@ -476,7 +540,7 @@ def compile_up_front(device: str) -> dict:
 
 
 def main() -> int:
-    global CARRIED
+    global CARRIED, DEADLINE, SAVE_PARTIAL
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     if sys.argv[1:] == ["--variant-builds"]:  # for gpu_prepare.sh: what the blocks section compiles beyond the defaults
         print("\n".join(variant_builds()))
@@ -496,11 +560,19 @@ def main() -> int:
     )
     ap.add_argument("--quick", action="store_true", help="short timings, to try the script")
     ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=450.0,
+        help="seconds from the start after which no section begins and the tests and blocks variants stop "
+        "(default 450: the whole device call, installation included, under 8 minutes)",
+    )
+    ap.add_argument(
         "--carried",
         default=str(CARRIED),
         help="folder of what benchmarks/gpu_prepare.sh carried (registers.json, agreement_cpu*.npz; default /tmp/gpu)",
     )
     args = ap.parse_args()
+    DEADLINE = time.monotonic() + args.budget_s
     wanted = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = sorted(set(wanted) - set(SECTIONS))
     if unknown:
@@ -539,8 +611,18 @@ def main() -> int:
     write(path, record)
     functions = {name: globals()[f"section_{name}"] for name in SECTIONS}
     for name in wanted:
+        if remaining() <= 0.0:
+            record[name] = dict(error=f"not run: the time budget (--budget-s {args.budget_s:g}) was spent")
+            print(f"{name}: {record[name]['error']}", flush=True)
+            continue
         print(f"{name} …", flush=True)
         t0 = time.perf_counter()
+
+        def save(partial: dict, name: str = name) -> None:
+            record[name] = partial
+            write(path, record)
+
+        SAVE_PARTIAL = save
         try:
             record[name] = functions[name](args.device, args.quick)
         except Exception as exc:  # noqa: BLE001 - a failed section is recorded and the others still run

@@ -93,7 +93,10 @@ def section_lines(name: str, data) -> list[str]:
         ]  # fmt: skip
         return table(["variant", "ms per frame", "snake-steps/s", "gap [mm]", "compiled there", "error"], rows)
     if name == "tests":
-        return [f"CUDA tests: return code {data['returncode']} in {data['seconds']:.0f} s.", ""]
+        ended = "stopped at the time budget" if data["returncode"] is None else f"return code {data['returncode']}"
+        failed = ", ".join(data.get("failed", [])) or "none"
+        passed = data.get("passed", "?")
+        return [f"CUDA tests: {ended} after {data['seconds']:.0f} s; {passed} passed; failed: {failed}.", ""]
     if name == "env":
         rows = [[r.get("snake"), r.get("worlds"), r.get("env_steps_per_s")] for r in data["rows"]]
         return table(["snake", "worlds", "env-steps/s"], rows)

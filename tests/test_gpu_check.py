@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
+import time
 
 from cli_helpers import ROOT
 
@@ -64,6 +66,29 @@ def test_blocks_section_records_a_variant_that_cannot_run(monkeypatch):
     ran, cluster = out.values()
     assert ran["ms_per_frame"] > 0.0 and ran["com_gap_mm"] == 0.0
     assert "thread-block cluster" in cluster["error"][-1]
+
+
+def test_a_variant_stopped_at_its_timeout_keeps_what_it_printed():
+    args = [sys.executable, "-c", "import sys, time; print('built', file=sys.stderr, flush=True); time.sleep(60)"]
+    t0 = time.monotonic()
+    code, _, err = gpu_check.run_with_timeout(args, dict(os.environ), timeout=2.0)
+    assert code is None and err.strip() == "built" and time.monotonic() - t0 < 30.0
+
+
+def test_tests_section_saves_each_verdict_and_stops_at_the_budget(monkeypatch, tmp_path):
+    """A test file whose third test outlasts the run's budget: the section records the pass and the failure as they
+    come (saved after each), then is stopped at the deadline (return code None) instead of holding the device."""
+    tests = tmp_path / "test_three.py"
+    tests.write_text("import time\n\ndef test_a():\n    pass\n\ndef test_b():\n    assert False\n\n"
+                     "def test_c():\n    time.sleep(600)\n")  # fmt: skip
+    saved = []
+    monkeypatch.setattr(gpu_check, "TEST_FILES", (str(tests),))
+    monkeypatch.setattr(gpu_check, "SAVE_PARTIAL", lambda p: saved.append((p["passed"], len(p["failed"]))))
+    monkeypatch.setattr(gpu_check, "DEADLINE", time.monotonic() + 15.0)  # pytest starts in ~3 s
+    out = gpu_check.section_tests("cpu", quick=True)
+    assert out["returncode"] is None and out["seconds"] < 60.0
+    assert out["passed"] == 1 and len(out["failed"]) == 1 and out["failed"][0].endswith("test_three.py::test_b")
+    assert saved == [(1, 0), (1, 1)]
 
 
 def test_variant_builds_list_each_cap_and_cluster_once():

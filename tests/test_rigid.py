@@ -74,8 +74,10 @@ def test_free_chain_conserves_momentum():
     for _ in range(1000):
         solver.step(state)
     P, L = momenta(state.body_q.numpy(), state.body_qd.numpy(), masses, inertias)
-    assert np.linalg.norm(P - P0) <= 1.2e-6 * np.linalg.norm(P0)  # measured 4.0e-7 after 1000 steps
-    assert np.linalg.norm(L - L0) <= 1e-4 * np.linalg.norm(L0)  # measured 3.4e-5
+    # float32 round-off after 1000 steps, measured: P 4.0e-7 (CPU), 2.2e-6 (H100, 0173a57); L 3.4e-5, 4.1e-5
+    p_bound = 1.2e-6 if TEST_DEVICE == "cpu" else 6.7e-6
+    assert np.linalg.norm(P - P0) <= p_bound * np.linalg.norm(P0)
+    assert np.linalg.norm(L - L0) <= 1e-4 * np.linalg.norm(L0)
 
 
 @pytest.mark.parametrize("axis, bound", [(0, 1.4e-3), (1, 0.07), (2, 2.2e-4)])
