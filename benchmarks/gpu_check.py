@@ -20,7 +20,7 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread);
              the two CPU runs are gpu_prepare.sh's when they match (``cpu_reference``: "carried"), else run here
   tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels: tests
-             passed and failed, written after each test
+             passed and failed, written after each test, and the ten slowest in the output's tail
   env        the learning environment's env-steps/s (benchmarks/bench_env.py) at 1, 16, 64, 256 worlds, coarse and full
   blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world, under a register cap of 128,
              over thread-block clusters of 2, 4 and 8 blocks, and with the linear solve on 512 or 1024 lanes
@@ -477,7 +477,7 @@ def section_tests(device: str, quick: bool) -> dict:
     lines: list[str] = []
     result = dict(returncode=None, seconds=0.0, passed=0, failed=[], tail=[])
     with subprocess.Popen(
-        [sys.executable, "-P", "-c", PYTEST, "-v", "-p", "no:cacheprovider", *TEST_FILES],
+        [sys.executable, "-P", "-c", PYTEST, "-v", "--durations=10", "-p", "no:cacheprovider", *TEST_FILES],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -496,12 +496,12 @@ def section_tests(device: str, quick: bool) -> dict:
                         result["passed"] += 1
                     else:
                         result["failed"].append(line.split(" ")[0])
-                    result.update(seconds=time.perf_counter() - t0, tail=lines[-15:])
+                    result.update(seconds=time.perf_counter() - t0, tail=lines[-25:])
                     save_partial(result)
         finally:
             watchdog.cancel()
     stopped = run.returncode is not None and run.returncode < 0
-    result.update(returncode=None if stopped else run.returncode, seconds=time.perf_counter() - t0, tail=lines[-15:])
+    result.update(returncode=None if stopped else run.returncode, seconds=time.perf_counter() - t0, tail=lines[-25:])
     return result
 
 

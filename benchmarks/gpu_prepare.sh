@@ -14,7 +14,10 @@
 #   bash benchmarks/gpu_prepare.sh [--arch 90] [--from-cache DIR]     (DIR: a Warp kernel cache to start from)
 #   each part but the last: carry [".gpu/pK"], command: mkdir -p /tmp/gpu && cp -r .gpu/pK /tmp/gpu/
 #   the last part:          carry [".gpu/pN"], command: bash benchmarks/gpu_check.sh --commit <hash>
-#                           (writes $OUT/gpu_check.json)
+#                           (writes $OUT/gpu_check.json within its --budget-s of 450 s; timeout_s 540)
+#   then, on the warm machine (installed already), the blocks section in a call of its own:
+#                           bash benchmarks/gpu_check.sh --commit <hash> --sections blocks --budget-s 240
+# (no pipe to tail: the device tool keeps the output's last 12,000 characters, and a pipe holds them to the end)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=90
