@@ -16,7 +16,8 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing), and the linear solve's
              phases (share and clock cycles per MINRES iteration: SolverConfig.phase_timing)
   floor      what one pass of the linear solve's loop costs with only its structure in it: 37 barriers (or block sums)
-             per pass, with 0–4 dependent L2 loads per lane and phase, one world's block (benchmarks/latency_floor.py)
+             per pass, with 0–4 dependent L2 loads per lane and phase, one world's block (benchmarks/latency_floor.py),
+             and what a loop body of the solve's size (~20,000 instructions) costs against a small one
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread);
              the two CPU runs are gpu_prepare.sh's when they match (``cpu_reference``: "carried"), else run here
   tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels: tests
@@ -396,7 +397,8 @@ def section_floor(device: str, quick: bool) -> dict:
             clusters[blocks] = run.stderr.strip().splitlines()[-3:]
     for r in rows:
         sync = "sum" if r["block_sum"] else "barrier"
-        print(f"  ×{r['blocks']} {r['loads']} loads, {sync}: {r['us_per_pass']:.2f} µs/pass", flush=True)
+        code = "" if r.get("code", "none") == "none" else f", arithmetic code {r['code']}"
+        print(f"  ×{r['blocks']} {r['loads']} loads, {sync}{code}: {r['us_per_pass']:.2f} µs/pass", flush=True)
     return dict(passes_per_step=PASSES, rows=rows, cluster_errors=clusters)
 
 

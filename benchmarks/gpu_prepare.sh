@@ -39,7 +39,8 @@ $python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
     "warp-lang==$warp_version" meshio tetgen shapely gymnasium cloudpickle farama-notifications stable-baselines3
 # the kernels, compiled here for the GPU (Warp's NVRTC needs no driver); modules already in --from-cache are kept
 if [[ -n "$from_cache" ]]; then mkdir -p .gpu/warpcache && cp -r "$from_cache"/. .gpu/warpcache/; fi
-WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --block-dim 64 --block-dim 128
+WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --block-dim 64 --block-dim 128 \
+    --benchmarks latency_floor
 # the blocks section's variants (register caps, clusters: module options read when the kernels are imported)
 $python -P benchmarks/gpu_check.py --variant-builds | while read -r cap blocks modules dims; do
     flags=()

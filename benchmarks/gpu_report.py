@@ -69,13 +69,14 @@ def section_lines(name: str, data) -> list[str]:
             )
         return out
     if name == "floor":
+        code = {"none": "-", "loop": "one phase's, looped", "distinct": "each phase its own"}
         rows = [
-            [r["blocks"], r["loads"], "block sum" if r["block_sum"] else "barrier", r["phases"],
-             r["us_per_pass"], r["us_per_pass"] * data["passes_per_step"] / 1e3]
+            [r["blocks"], r["loads"], "block sum" if r["block_sum"] else "barrier", code[r.get("code", "none")],
+             r["phases"], r["us_per_pass"], r["us_per_pass"] * data["passes_per_step"] / 1e3]
             for r in data["rows"]
         ]  # fmt: skip
-        head = ["blocks per world", "dependent loads per phase", "each phase ends at", "phases", "µs per pass",
-                "ms per step's passes"]  # fmt: skip
+        head = ["blocks per world", "dependent loads per phase", "each phase ends at", "arithmetic code", "phases",
+                "µs per pass", "ms per step's passes"]  # fmt: skip
         errors = [f"{k} blocks per world: failed: {' '.join(v)}" for k, v in data.get("cluster_errors", {}).items()]
         return table(head, rows) + ([*errors, ""] if errors else [])
     if name == "agreement":

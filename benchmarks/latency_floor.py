@@ -9,6 +9,12 @@ through 1 MiB of indices, which stays in the L2 cache) and, with ``sums``, a blo
 Time per pass, against the solve's measured one, says how much of a pass the structure alone costs: no arithmetic of the
 step, no bandwidth.
 
+The solve's loop is also large: ~19,000 instructions (300 KB) in the sm_90 SASS of newton_solve at 256 lanes, above a
+multiprocessor's instruction caches, so each pass may fetch its code again from L2. Two more cases on a GPU (one block
+per world) measure that: the same 512 independent multiply-adds per lane and phase, as one phase's code in a loop (~560
+instructions) or as each phase its own code (37 copies with their own constants: 20,872 instructions, 343 KB, counted
+with cuobjdump on the sm_90 cubin); the difference is the cost of the code's size.
+
     python -P benchmarks/latency_floor.py --device cuda [--json floor.json]
 
 benchmarks/gpu_check.py runs it (section ``floor``). On a CPU the block has one lane and the numbers mean little.
@@ -66,6 +72,45 @@ def phases_kernel(
     out[w * world_lanes() + lane] = acc + float(k)
 
 
+#: steps of multiply-adds per lane and phase in the code-size cases, each on 8 independent accumulators (no dependent
+#: latency): 37 phases unrolled make a loop body of 20,872 instructions, the size of newton_solve's
+CODE_STEPS = 64
+
+
+@wp.kernel(
+    module="unique",
+    enable_backward=False,
+    cluster_dim=WORLD_BLOCKS if WORLD_BLOCKS > 1 else None,
+    module_options={"max_unroll": max(PHASES, CODE_STEPS)},
+)
+def code_kernel(passes: int, phases: int, distinct: int, out: wp.array(dtype=float)):
+    """``passes`` × ``phases`` (= PHASES) phases of CODE_STEPS × 8 multiply-adds, each phase ending at a barrier: with
+    ``distinct``, every phase its own constants and so its own instructions (the phases unrolled: PHASES times one
+    phase's code); else one phase's code in a loop. The time between the two is what fetching a loop body larger
+    than the instruction caches costs (a module of its own: the CPU never compiles it)."""
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
+    a0, a1, a2, a3 = float(lane), float(1.0), float(2.0), float(3.0)
+    a4, a5, a6, a7 = float(4.0), float(5.0), float(6.0), float(7.0)
+    d = float(1.0e-3)
+    for _p in range(passes):
+        if distinct != 0:
+            for q in range(PHASES):  # a constant bound: unrolled, q a constant in each copy
+                for i in range(CODE_STEPS):
+                    c = 1.0 + float((q + 2) * (i + 1)) * 1.0e-7
+                    a0, a1, a2, a3 = a0 * c + d, a1 * c + d, a2 * c + d, a3 * c + d
+                    a4, a5, a6, a7 = a4 * c + d, a5 * c + d, a6 * c + d, a7 * c + d
+                world_sync()
+        else:
+            for _q in range(phases):  # a runtime bound: a loop
+                for i in range(CODE_STEPS):
+                    c = 1.0 + float(i + 1) * 1.0e-7
+                    a0, a1, a2, a3 = a0 * c + d, a1 * c + d, a2 * c + d, a3 * c + d
+                    a4, a5, a6, a7 = a4 * c + d, a5 * c + d, a6 * c + d, a7 * c + d
+                world_sync()
+    out[w * world_lanes() + lane] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7
+
+
 def index_cycle(n: int, seed: int = 0) -> np.ndarray:
     """next[i] for one random cycle through all n entries (every load depends on the one before)."""
     order = np.random.default_rng(seed).permutation(n)
@@ -76,30 +121,42 @@ def index_cycle(n: int, seed: int = 0) -> np.ndarray:
 
 def measure(device: str, repeats: int = 5) -> list[dict]:
     """µs per pass of each case: the median of ``repeats`` synchronised launches of one step's passes, less that of a
-    launch without passes, over the passes."""
+    launch without passes, over the passes. On a GPU with one block per world, also the two code-size cases
+    (code_kernel; ``code``: "loop" or "distinct", against "none" for the others); clusters and the CPU leave them
+    out (each would compile ~20,000 instructions again: ~40 s)."""
     dev = wp.get_device(device)
     lanes = 256 if dev.is_cuda else 1
     blocks = WORLD_BLOCKS if dev.is_cuda else 1
     chain = wp.array(index_cycle(CHAIN), dtype=int, device=dev)
     out = wp.zeros(blocks * lanes, dtype=float, device=dev)
 
-    def seconds(passes: int, loads: int, sums: int) -> float:
-        args = [passes, PHASES, loads, sums, chain, out]
-        wp.launch_tiled(phases_kernel, dim=[blocks], inputs=args, block_dim=lanes, device=dev)  # compile, warm
+    def timed(kernel, args: list) -> float:
+        wp.launch_tiled(kernel, dim=[blocks], inputs=args, block_dim=lanes, device=dev)  # compile, warm
         wp.synchronize_device(dev)
         times = []
         for _ in range(repeats):
             t0 = time.perf_counter()
-            wp.launch_tiled(phases_kernel, dim=[blocks], inputs=args, block_dim=lanes, device=dev)
+            wp.launch_tiled(kernel, dim=[blocks], inputs=args, block_dim=lanes, device=dev)
             wp.synchronize_device(dev)
             times.append(time.perf_counter() - t0)
         return float(np.median(times))
 
-    launch = seconds(0, 0, 0)  # a launch with no pass: subtracted
-    rows = []
-    for loads, sums in CASES:
-        us = 1e6 * max(seconds(PASSES, loads, sums) - launch, 0.0) / PASSES
-        rows.append(dict(loads=loads, block_sum=bool(sums), lanes=lanes, blocks=blocks, phases=PHASES, us_per_pass=us))
+    def row(loads: int, sums: int, code: str, seconds: float) -> dict:
+        us = 1e6 * max(seconds - launch, 0.0) / PASSES
+        return dict(
+            loads=loads, block_sum=bool(sums), code=code, lanes=lanes, blocks=blocks, phases=PHASES, us_per_pass=us
+        )
+
+    launch = timed(phases_kernel, [0, PHASES, 0, 0, chain, out])  # a launch with no pass: subtracted
+    rows = [
+        row(loads, sums, "none", timed(phases_kernel, [PASSES, PHASES, loads, sums, chain, out]))
+        for loads, sums in CASES
+    ]
+    if dev.is_cuda and blocks == 1:
+        rows += [
+            row(0, 0, code, timed(code_kernel, [PASSES, PHASES, int(code == "distinct"), out]))
+            for code in ("loop", "distinct")
+        ]
     return rows
 
 
@@ -112,7 +169,9 @@ def main() -> int:
     rows = measure(args.device)
     for r in rows:
         sync = "block sum" if r["block_sum"] else "barrier"
-        print(f"{r['loads']} dependent loads + {sync} per phase, {PHASES} phases: {r['us_per_pass']:.2f} µs per pass")
+        code = "" if r["code"] == "none" else f", {8 * CODE_STEPS} multiply-adds per phase, code {r['code']}"
+        per_phase = f"{r['loads']} dependent loads + {sync} per phase{code}"
+        print(f"{per_phase}, {PHASES} phases: {r['us_per_pass']:.2f} µs per pass")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(device=args.device, passes=PASSES, rows=rows), f, indent=1)

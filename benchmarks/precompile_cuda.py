@@ -7,7 +7,8 @@ machine, or share it, and point ``WARP_CACHE_PATH`` at it there.
 
     WARP_CACHE_PATH=/path/to/cache python -P benchmarks/precompile_cuda.py --arch 90
 
-``--modules step_primal,step_dual`` compiles only those modules (the last part of their names). The kernels compiled
+``--modules step_primal,step_dual`` compiles only those modules (the last part of their names); ``--benchmarks
+latency_floor`` adds the kernels of that script of benchmarks/. The kernels compiled
 are the ones ``import softsnake`` finds: run from the checkout to compile with ``PYTHONPATH=$PWD`` (a shared
 environment's editable install may point at another checkout).
 
@@ -18,6 +19,8 @@ driver is older than Warp's CUDA toolkit, and PTX otherwise. ``--ptx`` writes PT
 from __future__ import annotations
 
 import argparse
+import importlib
+import sys
 import time
 from pathlib import Path
 
@@ -44,6 +47,11 @@ def main() -> None:
         "--modules",
         default="",
         help="comma-separated module names to compile, e.g. step_primal,step_dual (default: every softsnake module)",
+    )
+    ap.add_argument(
+        "--benchmarks",
+        default="",
+        help="comma-separated scripts of benchmarks/ whose own kernels to compile too (block 256), e.g. latency_floor",
     )
     args = ap.parse_args()
     only = {m.strip() for m in args.modules.split(",") if m.strip()}
@@ -75,12 +83,25 @@ def main() -> None:
         # block per world, SolverConfig.block_dim = 0); --block-dim adds stage block sizes
         dims = set(args.block_dim) if args.stage_only and args.block_dim else {256, *(args.block_dim if stage else ())}
         for block_dim in sorted(dims):
-            t0 = time.perf_counter()
-            options = module.resolve_options(wp.config, block_dim=block_dim)
-            built = module._compile(None, None, output_arch=args.arch, use_ptx=args.ptx, options=options)
-            state = f"compiled in {time.perf_counter() - t0:.1f} s" if built else "already cached"
-            print(f"{name} (block {block_dim}, sm_{args.arch}): {state}", flush=True)
+            build(name, module, block_dim, args)
+    if args.benchmarks:
+        # a benchmark's kernels: its module, and the modules of its kernels declared with module="unique"
+        sys.path.insert(0, str(Path(__file__).parent))
+        for script in args.benchmarks.split(","):
+            found = vars(importlib.import_module(script.strip())).values()
+            modules = {k.module.name: k.module for k in found if isinstance(k, wp.Kernel)}
+            for name, module in sorted(modules.items()):
+                build(name, module, 256, args)
     print(f"kernel cache: {wp.config.kernel_cache_dir}")
+
+
+def build(name: str, module, block_dim: int, args: argparse.Namespace) -> None:
+    """Compile one Warp module for ``block_dim`` lanes per block and args.arch into the kernel cache."""
+    t0 = time.perf_counter()
+    options = module.resolve_options(wp.config, block_dim=block_dim)
+    built = module._compile(None, None, output_arch=args.arch, use_ptx=args.ptx, options=options)
+    state = f"compiled in {time.perf_counter() - t0:.1f} s" if built else "already cached"
+    print(f"{name} (block {block_dim}, sm_{args.arch}): {state}", flush=True)
 
 
 if __name__ == "__main__":
