@@ -384,17 +384,13 @@ def section_floor(device: str, quick: bool) -> dict:
     clusters = {}
     for blocks in (2, 8) if device != "cpu" else ():  # a CPU world is one lane
         path = Path(os.environ.get("TMPDIR", "/tmp")) / f"floor_{blocks}.json"
-        run = subprocess.run(
-            [sys.executable, "-P", str(here / "latency_floor.py"), "--device", device, "--json", str(path)],
-            env={**os.environ, "SOFTSNAKE_WORLD_BLOCKS": str(blocks)},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if run.returncode == 0:
+        args = [sys.executable, "-P", str(here / "latency_floor.py"), "--device", device, "--json", str(path)]
+        code, _, stderr = run_with_timeout(args, {**os.environ, "SOFTSNAKE_WORLD_BLOCKS": str(blocks)}, 120.0)
+        if code == 0:
             rows += json.loads(path.read_text())["rows"]
-        else:
-            clusters[blocks] = run.stderr.strip().splitlines()[-3:]
+        else:  # a cluster that fails or hangs is recorded; the one-block rows stay
+            clusters[blocks] = ["stopped after 120 s" if code is None else f"exit code {code}"]
+            clusters[blocks] += stderr.strip().splitlines()[-3:]
     for r in rows:
         sync = "sum" if r["block_sum"] else "barrier"
         code = "" if r.get("code", "none") == "none" else f", arithmetic code {r['code']}"
