@@ -102,6 +102,53 @@ def world_lanes() -> int:
     return wp.block_dim() * wp.static(WORLD_BLOCKS)
 
 
+#: elements a lane loads before it uses any, in the linear solve's loops (the vector updates of kernels/minres.py, a
+#: block row, a coarse node's list): a GPU lane waits for its loads once per batch instead of once per element. The
+#: compiler does not overlap them itself: one element's loads cannot pass the previous element's stores (the arrays
+#: might alias), and a loop over a list of runtime length is not unrolled. The sums keep their element order.
+LANE_BATCH = wp.constant(4)
+#: a batch of LANE_BATCH vec3 values, one per row
+vec3_batch = wp.types.matrix(shape=(4, 3), dtype=float)
+
+
+@wp.func
+def lane_batch(base: int, k0: int, lanes: int, count: int) -> wp.vec4i:
+    """Indices base + k0 + j·lanes, j < LANE_BATCH, of a lane's next batch of elements in a loop
+    ``for k0 in range(lane, count, LANE_BATCH · lanes)``; slots past the last element repeat the last one (loads
+    only: a store checks ``batch_holds``)."""
+    last = count - 1
+    return wp.vec4i(
+        base + k0,
+        base + wp.min(k0 + lanes, last),
+        base + wp.min(k0 + 2 * lanes, last),
+        base + wp.min(k0 + 3 * lanes, last),
+    )
+
+
+@wp.func
+def batch_holds(k0: int, j: int, lanes: int, count: int) -> bool:
+    """Whether slot j of the batch at k0 (``lane_batch``) is an element."""
+    return k0 + j * lanes < count
+
+
+@wp.func
+def gather_batch(a: wp.array(dtype=wp.vec3), idx: wp.vec4i) -> vec3_batch:
+    """a at the batch's indices, row j = a[idx[j]]: all loads issued before any is used."""
+    return wp.matrix_from_rows(a[idx[0]], a[idx[1]], a[idx[2]], a[idx[3]])
+
+
+@wp.func
+def gather_batch(a: wp.array(dtype=float), idx: wp.vec4i) -> wp.vec4:  # noqa: F811 (a Warp overload)
+    """a at the batch's indices (scalar arrays)."""
+    return wp.vec4(a[idx[0]], a[idx[1]], a[idx[2]], a[idx[3]])
+
+
+@wp.func
+def gather_batch(a: wp.array(dtype=int), idx: wp.vec4i) -> wp.vec4i:  # noqa: F811 (a Warp overload)
+    """a at the batch's indices (index arrays)."""
+    return wp.vec4i(a[idx[0]], a[idx[1]], a[idx[2]], a[idx[3]])
+
+
 @wp.func_native(
     """
 #if defined(__CUDA_ARCH__)

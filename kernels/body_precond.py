@@ -516,8 +516,6 @@ def body_mass_times_dofs(
 
 
 @wp.func
-def woodbury_row(
-    i: int, r: wp.array(dtype=float), u: wp.array(dtype=float), d: wp.array(dtype=float), z: wp.array(dtype=float)
-):
-    """z = D⁻¹r − D⁻¹u on row i (u = J_b H⁻¹ J_bᵀ D⁻¹r on body rows, 0 elsewhere)."""
-    z[i] = r[i] / d[i] - u[i] / d[i]
+def woodbury_row(r: float, u: float, d: float) -> float:
+    """z = D⁻¹r − D⁻¹u on one row (u = J_b H⁻¹ J_bᵀ D⁻¹r on body rows, 0 elsewhere)."""
+    return r / d - u / d

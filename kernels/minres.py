@@ -13,7 +13,7 @@ in every lane. The whole solve runs in one launch (``step_primal.newton_solve``)
 
 import warp as wp
 
-from .block import world_lanes, world_sum
+from .block import LANE_BATCH, batch_holds, gather_batch, lane_batch, world_lanes, world_sum
 
 SLOTS = wp.constant(13)
 BETA, OLDB, ALFA, DBAR, EPS, OLDEPS, CS, SN, PHIBAR, PHI, DELTA, GAMMA, BETA1 = (wp.constant(i) for i in range(13))
@@ -53,6 +53,20 @@ def row_index(k: int, skip_start: int, skip_count: int) -> int:
     if k < skip_start:
         return k
     return k + skip_count
+
+
+@wp.func
+def row_batch(w: int, rows: int, k0: int, lanes: int, count: int, skip_start: int, skip_count: int) -> wp.vec4i:
+    """World w's row indices of a lane's next batch (``lane_batch``) in the loop over its ``count`` rows outside the
+    skipped range: rows row_index(k0 + j·lanes), the slots past the last row repeating it."""
+    last = count - 1
+    base = w * rows
+    return wp.vec4i(
+        base + row_index(k0, skip_start, skip_count),
+        base + row_index(wp.min(k0 + lanes, last), skip_start, skip_count),
+        base + row_index(wp.min(k0 + 2 * lanes, last), skip_start, skip_count),
+        base + row_index(wp.min(k0 + 3 * lanes, last), skip_start, skip_count),
+    )
 
 
 @wp.func
@@ -139,33 +153,53 @@ def minres_lanczos(
     c = float(0.0)
     if sc.oldb > 0.0:  # β_old is 0 in the first iteration (minres_start)
         c = sc.beta / sc.oldb
+    lanes = world_lanes()
+    free = rows - skip_count
     acc = float(0.0)
-    for k in range(lane, particles, world_lanes()):
-        i = w * particles + k
-        yk = y.v[i] - r1.v[i] * c
-        y.v[i] = yk
-        acc += wp.dot(v.v[i], yk)
-    for k in range(lane, rows - skip_count, world_lanes()):
-        i = w * rows + row_index(k, skip_start, skip_count)
-        y_ = row_sign * y.l[i] - r1.l[i] * c
-        y.l[i] = y_
-        acc += v.l[i] * y_
+    for k0 in range(lane, particles, LANE_BATCH * lanes):
+        idx = lane_batch(w * particles, k0, lanes, particles)
+        ys = gather_batch(y.v, idx)
+        rs = gather_batch(r1.v, idx)
+        vs = gather_batch(v.v, idx)
+        for j in range(LANE_BATCH):
+            if batch_holds(k0, j, lanes, particles):
+                yk = ys[j] - rs[j] * c
+                y.v[idx[j]] = yk
+                acc += wp.dot(vs[j], yk)
+    for k0 in range(lane, free, LANE_BATCH * lanes):
+        idx = row_batch(w, rows, k0, lanes, free, skip_start, skip_count)
+        ys_ = gather_batch(y.l, idx)
+        rs_ = gather_batch(r1.l, idx)
+        vs_ = gather_batch(v.l, idx)
+        for j in range(LANE_BATCH):
+            if batch_holds(k0, j, lanes, free):
+                y_ = row_sign * ys_[j] - rs_[j] * c
+                y.l[idx[j]] = y_
+                acc += vs_[j] * y_
     a = world_sum(acc)
     c2 = float(0.0)
     if sc.beta > 0.0:
         c2 = a / sc.beta
-    for k in range(lane, particles, world_lanes()):
-        i = w * particles + k
-        yk = y.v[i] - r2.v[i] * c2
-        r1.v[i] = r2.v[i]
-        r2.v[i] = yk
-        y.v[i] = yk
-    for k in range(lane, rows - skip_count, world_lanes()):
-        i = w * rows + row_index(k, skip_start, skip_count)
-        y_ = y.l[i] - r2.l[i] * c2
-        r1.l[i] = r2.l[i]
-        r2.l[i] = y_
-        y.l[i] = y_
+    for k0 in range(lane, particles, LANE_BATCH * lanes):
+        idx = lane_batch(w * particles, k0, lanes, particles)
+        ys = gather_batch(y.v, idx)
+        rs = gather_batch(r2.v, idx)
+        for j in range(LANE_BATCH):
+            if batch_holds(k0, j, lanes, particles):
+                yk = ys[j] - rs[j] * c2
+                r1.v[idx[j]] = rs[j]
+                r2.v[idx[j]] = yk
+                y.v[idx[j]] = yk
+    for k0 in range(lane, free, LANE_BATCH * lanes):
+        idx = row_batch(w, rows, k0, lanes, free, skip_start, skip_count)
+        ys_ = gather_batch(y.l, idx)
+        rs_ = gather_batch(r2.l, idx)
+        for j in range(LANE_BATCH):
+            if batch_holds(k0, j, lanes, free):
+                y_ = ys_[j] - rs_[j] * c2
+                r1.l[idx[j]] = rs_[j]
+                r2.l[idx[j]] = y_
+                y.l[idx[j]] = y_
     return a
 
 
@@ -191,13 +225,23 @@ def minres_update(
     next Lanczos vector v = y/β. Returns the updated scalars."""
     sc = sc_in
     beta_old = sc.beta
+    lanes = world_lanes()
+    free = rows - skip_count
     acc = float(0.0)
-    for k in range(lane, particles, world_lanes()):
-        i = w * particles + k
-        acc += wp.dot(r2.v[i], y.v[i])
-    for k in range(lane, rows - skip_count, world_lanes()):
-        i = w * rows + row_index(k, skip_start, skip_count)
-        acc += r2.l[i] * y.l[i]
+    for k0 in range(lane, particles, LANE_BATCH * lanes):
+        idx = lane_batch(w * particles, k0, lanes, particles)
+        rs = gather_batch(r2.v, idx)
+        ys = gather_batch(y.v, idx)
+        for j in range(LANE_BATCH):
+            if batch_holds(k0, j, lanes, particles):
+                acc += wp.dot(rs[j], ys[j])
+    for k0 in range(lane, free, LANE_BATCH * lanes):
+        idx = row_batch(w, rows, k0, lanes, free, skip_start, skip_count)
+        rs_ = gather_batch(r2.l, idx)
+        ys_ = gather_batch(y.l, idx)
+        for j in range(LANE_BATCH):
+            if batch_holds(k0, j, lanes, free):
+                acc += rs_[j] * ys_[j]
     beta = wp.sqrt(wp.max(world_sum(acc), 0.0))
     oldeps = sc.eps
     delta = sc.cs * sc.dbar + sc.sn * alfa
@@ -233,24 +277,34 @@ def minres_update(
     sc.phibar = phibar
     ginv = 1.0 / gamma
     f = scale_of(beta, sc.beta1)
-    for k in range(lane, particles, world_lanes()):
-        i = w * particles + k
-        a1 = w2.v[i]
-        a2 = w1.v[i]
-        wn = (v.v[i] - a1 * oldeps - a2 * delta) * ginv
-        w2.v[i] = a2
-        w1.v[i] = wn
-        x.v[i] = x.v[i] + wn * phi
-        v.v[i] = y.v[i] * f
-    for k in range(lane, rows - skip_count, world_lanes()):
-        i = w * rows + row_index(k, skip_start, skip_count)
-        a1_ = w2.l[i]
-        a2_ = w1.l[i]
-        wn_ = (v.l[i] - a1_ * oldeps - a2_ * delta) * ginv
-        w2.l[i] = a2_
-        w1.l[i] = wn_
-        x.l[i] = x.l[i] + wn_ * phi
-        v.l[i] = y.l[i] * f
+    for k0 in range(lane, particles, LANE_BATCH * lanes):
+        idx = lane_batch(w * particles, k0, lanes, particles)
+        a1 = gather_batch(w2.v, idx)
+        a2 = gather_batch(w1.v, idx)
+        vs = gather_batch(v.v, idx)
+        xs = gather_batch(x.v, idx)
+        ys = gather_batch(y.v, idx)
+        for j in range(LANE_BATCH):
+            if batch_holds(k0, j, lanes, particles):
+                wn = (vs[j] - a1[j] * oldeps - a2[j] * delta) * ginv
+                w2.v[idx[j]] = a2[j]
+                w1.v[idx[j]] = wn
+                x.v[idx[j]] = xs[j] + wn * phi
+                v.v[idx[j]] = ys[j] * f
+    for k0 in range(lane, free, LANE_BATCH * lanes):
+        idx = row_batch(w, rows, k0, lanes, free, skip_start, skip_count)
+        a1_ = gather_batch(w2.l, idx)
+        a2_ = gather_batch(w1.l, idx)
+        vs_ = gather_batch(v.l, idx)
+        xs_ = gather_batch(x.l, idx)
+        ys_ = gather_batch(y.l, idx)
+        for j in range(LANE_BATCH):
+            if batch_holds(k0, j, lanes, free):
+                wn_ = (vs_[j] - a1_[j] * oldeps - a2_[j] * delta) * ginv
+                w2.l[idx[j]] = a2_[j]
+                w1.l[idx[j]] = wn_
+                x.l[idx[j]] = xs_[j] + wn_ * phi
+                v.l[idx[j]] = ys_[j] * f
     return sc
 
 

@@ -15,6 +15,7 @@ plus a trilinear coarse grid per soft body, coarse_space.py), where long stiff b
 
 import warp as wp
 
+from .block import LANE_BATCH, batch_holds, gather_batch, lane_batch
 from .tet import linearisation_point, polar_rotation
 
 
@@ -107,10 +108,17 @@ def coarse_partial(
     r: wp.array(dtype=wp.vec3),
 ) -> wp.vec3:
     """Σ weight · r[particle] over entries [first, end) of a coarse node's (particle, weight) list in world w, in list
-    order: one chunk of the node's Pᵀ r (the lanes of a world sum a node's list in chunks)."""
+    order: one chunk of the node's Pᵀ r (the lanes of a world sum a node's list in chunks), read LANE_BATCH entries
+    at a time."""
     acc = wp.vec3()
-    for k in range(first, end):
-        acc += r[w * particles_per_world + node_particles[k]] * node_weights[k]
+    xb = wp.vec4i(w * particles_per_world)
+    for k0 in range(first, end, LANE_BATCH):
+        ks = lane_batch(0, k0, 1, end)
+        rs = gather_batch(r, gather_batch(node_particles, ks) + xb)
+        weights = gather_batch(node_weights, ks)
+        for j in range(LANE_BATCH):
+            if batch_holds(k0, j, 1, end):
+                acc += rs[j] * weights[j]
     return acc
 
 
@@ -130,8 +138,12 @@ def coarse_restrict(
     chunks' sums (coarse_partial; ``chunk_sum`` holds a world's chunks, node_chunk_start[nodes] per world) in order."""
     chunks = node_chunk_start[nodes_per_world]
     acc = wp.vec3()
-    for c in range(node_chunk_start[j], node_chunk_start[j + 1]):
-        acc += chunk_sum[w * chunks + c]
+    end = node_chunk_start[j + 1]
+    for c0 in range(node_chunk_start[j], end, LANE_BATCH):
+        sums = gather_batch(chunk_sum, lane_batch(w * chunks, c0, 1, end))
+        for i in range(LANE_BATCH):
+            if batch_holds(c0, i, 1, end):
+                acc += sums[i]
     R = rotation[w * bodies_per_world + node_body[j]]
     a = wp.transpose(R) * acc
     base = 3 * (w * nodes_per_world + j)
@@ -189,20 +201,24 @@ def precondition_particle(
     particle's 8 coarse nodes, flattened); 0 on kinematic particles."""
     w = tid // particles_per_world
     p = tid - w * particles_per_world
+    # the loads are unconditional where they can be (the clamped node of an empty slot, the quotient of a
+    # kinematic particle are discarded), so that a GPU lane issues them together instead of one after another
     d = diag[p]
-    if d <= 0.0:
-        z[tid] = wp.vec3()
-        return
     out = r[tid] / d
     c = body_of_particle[p]
     if use_coarse != 0 and c >= 0:
+        R = rotation[w * bodies_per_world + c]
         acc = wp.vec3()
         for k in range(8):
             j = node_index[8 * p + k]
+            weight = node_weight[8 * p + k]
+            base = 3 * (w * nodes_per_world + wp.max(j, 0))
+            y = wp.vec3(yc[base], yc[base + 1], yc[base + 2])
             if j >= 0:
-                base = 3 * (w * nodes_per_world + j)
-                acc += wp.vec3(yc[base], yc[base + 1], yc[base + 2]) * node_weight[8 * p + k]
-        out += rotation[w * bodies_per_world + c] * acc
+                acc += y * weight
+        out += R * acc
+    if d <= 0.0:
+        out = wp.vec3()
     z[tid] = out
 
 

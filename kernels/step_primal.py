@@ -7,7 +7,19 @@ and diagnostics call (``saddle_product``, ``saddle_preconditioner``).
 
 import warp as wp
 
-from .block import STAGE_MODULE_OPTIONS, block_clock, world_index, world_lanes, world_sum, world_sum_vec3, world_sync
+from .block import (
+    LANE_BATCH,
+    STAGE_MODULE_OPTIONS,
+    batch_holds,
+    block_clock,
+    gather_batch,
+    lane_batch,
+    world_index,
+    world_lanes,
+    world_sum,
+    world_sum_vec3,
+    world_sync,
+)
 from .body_precond import BodyBlocks, body_mass_times_dofs, cluster_inverse_row, woodbury_row
 from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
 from .minres import (
@@ -19,6 +31,7 @@ from .minres import (
     minres_lanczos,
     minres_start,
     minres_update,
+    row_batch,
     row_index,
     store_scalars,
 )
@@ -219,9 +232,12 @@ def saddle_product_world(
     if negate_rows != 0:
         gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, p.g, WITHOUT_TETS)
         R = m.row_count
-        for k in range(lane, p.free_rows, lanes):
-            i = w * R + row_index(k, p.skip_start, p.skip_count)
-            y.l[i] = -p.g[i]
+        for k0 in range(lane, p.free_rows, LANE_BATCH * lanes):
+            idx = row_batch(w, R, k0, lanes, p.free_rows, p.skip_start, p.skip_count)
+            gs = gather_batch(p.g, idx)
+            for j in range(LANE_BATCH):
+                if batch_holds(k0, j, lanes, p.free_rows):
+                    y.l[idx[j]] = -gs[j]
         world_sync()
     else:
         gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, y.l, WITHOUT_TETS)
@@ -276,8 +292,13 @@ def saddle_preconditioner_world(
     if p.body_blocks != 0:
         # t = D⁻¹ r is needed only on the rows that act on bodies, the last families of each world
         first = body_rows_start(m)
-        for k in range(first + lane, R, lanes):
-            p.t_rows[w * R + k] = r.l[w * R + k] / p.row_d[w * R + k]
+        for k0 in range(lane, R - first, LANE_BATCH * lanes):
+            idx = lane_batch(w * R + first, k0, lanes, R - first)
+            rs = gather_batch(r.l, idx)
+            ds = gather_batch(p.row_d, idx)
+            for j in range(LANE_BATCH):
+                if batch_holds(k0, j, lanes, R - first):
+                    p.t_rows[idx[j]] = rs[j] / ds[j]
         world_sync()
         scatter_world_bodies(w, lane, m, b, s, p.t_rows, p.f_body)
         for q in range(lane, 6 * b.body_count, lanes):  # y = H⁻¹ f, a row per lane
@@ -288,12 +309,22 @@ def saddle_preconditioner_world(
         world_sync()
         gather_world_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, BODY_FAMILIES)
         t = phase_mark(w, lane, p, PRECONDITION_BODIES, t)
-        for k in range(lane, p.free_rows, lanes):
-            woodbury_row(w * R + row_index(k, p.skip_start, p.skip_count), r.l, p.u_rows, p.row_d, z.l)
+        for k0 in range(lane, p.free_rows, LANE_BATCH * lanes):
+            idx = row_batch(w, R, k0, lanes, p.free_rows, p.skip_start, p.skip_count)
+            rs = gather_batch(r.l, idx)
+            us = gather_batch(p.u_rows, idx)
+            ds = gather_batch(p.row_d, idx)
+            for j in range(LANE_BATCH):
+                if batch_holds(k0, j, lanes, p.free_rows):
+                    z.l[idx[j]] = woodbury_row(rs[j], us[j], ds[j])
     else:
-        for k in range(lane, p.free_rows, lanes):
-            i = w * R + row_index(k, p.skip_start, p.skip_count)
-            z.l[i] = r.l[i] / s.diag[i]
+        for k0 in range(lane, p.free_rows, LANE_BATCH * lanes):
+            idx = row_batch(w, R, k0, lanes, p.free_rows, p.skip_start, p.skip_count)
+            rs = gather_batch(r.l, idx)
+            ds = gather_batch(s.diag, idx)
+            for j in range(LANE_BATCH):
+                if batch_holds(k0, j, lanes, p.free_rows):
+                    z.l[idx[j]] = rs[j] / ds[j]
     world_sync()
     phase_mark(w, lane, p, PRECONDITION_ROWS, t)
 

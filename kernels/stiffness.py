@@ -17,6 +17,7 @@ order (the pattern's contribution list), so the assembly is deterministic on eve
 
 import warp as wp
 
+from .block import LANE_BATCH, batch_holds, gather_batch, lane_batch
 from .data import Jacobian, ModelData
 
 
@@ -77,9 +78,17 @@ def assemble_block(w: int, k: int, m: ModelData, lame: wp.array(dtype=wp.vec2), 
 def block_row_times(
     w: int, p: int, particles_per_world: int, sp: StiffnessPattern, x: wp.array(dtype=wp.vec3)
 ) -> wp.vec3:
-    """(A_el x) of particle p in world w: its block row times x, in column order."""
+    """(A_el x) of particle p in world w: its block row times x, in column order. The row is read LANE_BATCH blocks
+    at a time, their columns first, so that a GPU lane waits twice per batch instead of once per block."""
     acc = wp.vec3()
     base = w * sp.blocks_per_world
-    for k in range(sp.row_start[p], sp.row_start[p + 1]):
-        acc += sp.blocks[base + k] * x[w * particles_per_world + sp.col[k]]
+    xb = wp.vec4i(w * particles_per_world)
+    end = sp.row_start[p + 1]
+    for k0 in range(sp.row_start[p], end, LANE_BATCH):
+        ks = lane_batch(0, k0, 1, end)
+        xs = gather_batch(x, gather_batch(sp.col, ks) + xb)
+        for j in range(LANE_BATCH):
+            K = sp.blocks[base + ks[j]]
+            if batch_holds(k0, j, 1, end):
+                acc += K * xs[j]
     return acc
