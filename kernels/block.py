@@ -102,19 +102,43 @@ def world_lanes() -> int:
     return wp.block_dim() * wp.static(WORLD_BLOCKS)
 
 
-#: elements a lane loads before it uses any, in the linear solve's loops (the vector updates of kernels/minres.py, a
-#: block row, a coarse node's list): a GPU lane waits for its loads once per batch instead of once per element. The
-#: compiler does not overlap them itself: one element's loads cannot pass the previous element's stores (the arrays
-#: might alias), and a loop over a list of runtime length is not unrolled. The sums keep their element order.
+#: the most elements a lane loads before it uses any, in the linear solve's loops (the vector updates of
+#: kernels/minres.py, a block row, a coarse node's list): a GPU lane waits for its loads once per batch instead of once
+#: per element. The compiler does not overlap them itself: one element's loads cannot pass the previous element's
+#: stores (the arrays might alias), and a loop over a list of runtime length is not unrolled. The sums keep their
+#: element order. The batch's slots are unrolled; how many of them hold elements is ``batch_size()``.
 LANE_BATCH = wp.constant(4)
 #: a batch of LANE_BATCH vec3 values, one per row
 vec3_batch = wp.types.matrix(shape=(4, 3), dtype=float)
 
 
+@wp.func_native(
+    """
+#if defined(__CUDA_ARCH__) || WP_TILE_BLOCK_DIM > 1
+return 4;
+#else
+return 1;
+#endif
+"""
+)
+def batch_size() -> int:
+    """Elements per batch: LANE_BATCH on a GPU and in the CPU's cooperative blocks (the tests' run of the GPU's lane
+    code), 1 in a one-lane CPU block, whose core overlaps independent loads itself (out-of-order execution) and where
+    the batches' bookkeeping cost ~3 % of a step. A compile-time constant, so the CPU's compiler drops the other
+    slots' loads and arithmetic."""
+    ...
+
+
+@wp.func
+def batch_step(lanes: int) -> int:
+    """The stride of a lane's batched loop, ``for k0 in range(lane, count, batch_step(lanes))``."""
+    return batch_size() * lanes
+
+
 @wp.func
 def lane_batch(base: int, k0: int, lanes: int, count: int) -> wp.vec4i:
     """Indices base + k0 + j·lanes, j < LANE_BATCH, of a lane's next batch of elements in a loop
-    ``for k0 in range(lane, count, LANE_BATCH · lanes)``; slots past the last element repeat the last one (loads
+    ``for k0 in range(lane, count, batch_step(lanes))``; slots past the last element repeat the last one (loads
     only: a store checks ``batch_holds``)."""
     last = count - 1
     return wp.vec4i(
@@ -128,7 +152,7 @@ def lane_batch(base: int, k0: int, lanes: int, count: int) -> wp.vec4i:
 @wp.func
 def batch_holds(k0: int, j: int, lanes: int, count: int) -> bool:
     """Whether slot j of the batch at k0 (``lane_batch``) is an element."""
-    return k0 + j * lanes < count
+    return j < batch_size() and k0 + j * lanes < count
 
 
 @wp.func

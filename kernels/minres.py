@@ -11,9 +11,11 @@ every loop, reductions are block sums in a fixed order, and the recurrence scala
 in every lane. The whole solve runs in one launch (``step_primal.newton_solve``).
 """
 
+from typing import Any
+
 import warp as wp
 
-from .block import LANE_BATCH, batch_holds, gather_batch, lane_batch, world_lanes, world_sum
+from .block import LANE_BATCH, batch_holds, batch_step, gather_batch, lane_batch, world_lanes, world_sum
 
 SLOTS = wp.constant(13)
 BETA, OLDB, ALFA, DBAR, EPS, OLDEPS, CS, SN, PHIBAR, PHI, DELTA, GAMMA, BETA1 = (wp.constant(i) for i in range(13))
@@ -67,6 +69,113 @@ def row_batch(w: int, rows: int, k0: int, lanes: int, count: int, skip_start: in
         base + row_index(wp.min(k0 + 2 * lanes, last), skip_start, skip_count),
         base + row_index(wp.min(k0 + 3 * lanes, last), skip_start, skip_count),
     )
+
+
+@wp.func
+def inner(a: wp.vec3, b: wp.vec3) -> float:
+    """a·b of two particle entries."""
+    return wp.dot(a, b)
+
+
+@wp.func
+def inner(a: float, b: float) -> float:  # noqa: F811 (a Warp overload)
+    """a·b of two row entries."""
+    return a * b
+
+
+@wp.func
+def dot_batch(
+    acc: float, idx: wp.vec4i, k0: int, lanes: int, count: int, a: wp.array(dtype=Any), b: wp.array(dtype=Any)
+):
+    """acc + Σ a·b over a lane's batch (``lane_batch`` or ``row_batch`` at k0 of ``count`` elements), in element order:
+    the particle and the row part of a vector alike."""
+    a_ = gather_batch(a, idx)
+    b_ = gather_batch(b, idx)
+    out = acc
+    for j in range(LANE_BATCH):
+        if batch_holds(k0, j, lanes, count):
+            out += inner(a_[j], b_[j])
+    return out
+
+
+@wp.func
+def lanczos_subtract_batch(
+    acc: float,
+    idx: wp.vec4i,
+    k0: int,
+    lanes: int,
+    count: int,
+    sign: float,
+    c: float,
+    v: wp.array(dtype=Any),
+    y: wp.array(dtype=Any),
+    r1: wp.array(dtype=Any),
+):
+    """y = sign·y − c·r1 on a lane's batch; returns acc + Σ v·y over it, in element order."""
+    y_ = gather_batch(y, idx)
+    r_ = gather_batch(r1, idx)
+    v_ = gather_batch(v, idx)
+    out = acc
+    for j in range(LANE_BATCH):
+        if batch_holds(k0, j, lanes, count):
+            yj = sign * y_[j] - r_[j] * c
+            y[idx[j]] = yj
+            out += inner(v_[j], yj)
+    return out
+
+
+@wp.func
+def lanczos_shift_batch(
+    idx: wp.vec4i,
+    k0: int,
+    lanes: int,
+    count: int,
+    c: float,
+    y: wp.array(dtype=Any),
+    r1: wp.array(dtype=Any),
+    r2: wp.array(dtype=Any),
+):
+    """y −= c·r2, r1 = r2, r2 = y on a lane's batch."""
+    y_ = gather_batch(y, idx)
+    r_ = gather_batch(r2, idx)
+    for j in range(LANE_BATCH):
+        if batch_holds(k0, j, lanes, count):
+            yj = y_[j] - r_[j] * c
+            r1[idx[j]] = r_[j]
+            r2[idx[j]] = yj
+            y[idx[j]] = yj
+
+
+@wp.func
+def update_batch(
+    idx: wp.vec4i,
+    k0: int,
+    lanes: int,
+    count: int,
+    oldeps: float,
+    delta: float,
+    ginv: float,
+    phi: float,
+    f: float,
+    v: wp.array(dtype=Any),
+    y: wp.array(dtype=Any),
+    w1: wp.array(dtype=Any),
+    w2: wp.array(dtype=Any),
+    x: wp.array(dtype=Any),
+):
+    """w_new = (v − ε_old·w2 − δ·w1)/γ (ginv = 1/γ), w2 = w1, w1 = w_new, x += φ·w_new, v = f·y on a lane's batch."""
+    a1 = gather_batch(w2, idx)
+    a2 = gather_batch(w1, idx)
+    v_ = gather_batch(v, idx)
+    x_ = gather_batch(x, idx)
+    y_ = gather_batch(y, idx)
+    for j in range(LANE_BATCH):
+        if batch_holds(k0, j, lanes, count):
+            wn = (v_[j] - a1[j] * oldeps - a2[j] * delta) * ginv
+            w2[idx[j]] = a2[j]
+            w1[idx[j]] = wn
+            x[idx[j]] = x_[j] + wn * phi
+            v[idx[j]] = y_[j] * f
 
 
 @wp.func
@@ -155,51 +264,23 @@ def minres_lanczos(
         c = sc.beta / sc.oldb
     lanes = world_lanes()
     free = rows - skip_count
+    step = batch_step(lanes)
     acc = float(0.0)
-    for k0 in range(lane, particles, LANE_BATCH * lanes):
+    for k0 in range(lane, particles, step):
         idx = lane_batch(w * particles, k0, lanes, particles)
-        ys = gather_batch(y.v, idx)
-        rs = gather_batch(r1.v, idx)
-        vs = gather_batch(v.v, idx)
-        for j in range(LANE_BATCH):
-            if batch_holds(k0, j, lanes, particles):
-                yk = ys[j] - rs[j] * c
-                y.v[idx[j]] = yk
-                acc += wp.dot(vs[j], yk)
-    for k0 in range(lane, free, LANE_BATCH * lanes):
+        acc = lanczos_subtract_batch(acc, idx, k0, lanes, particles, 1.0, c, v.v, y.v, r1.v)
+    for k0 in range(lane, free, step):
         idx = row_batch(w, rows, k0, lanes, free, skip_start, skip_count)
-        ys_ = gather_batch(y.l, idx)
-        rs_ = gather_batch(r1.l, idx)
-        vs_ = gather_batch(v.l, idx)
-        for j in range(LANE_BATCH):
-            if batch_holds(k0, j, lanes, free):
-                y_ = row_sign * ys_[j] - rs_[j] * c
-                y.l[idx[j]] = y_
-                acc += vs_[j] * y_
+        acc = lanczos_subtract_batch(acc, idx, k0, lanes, free, row_sign, c, v.l, y.l, r1.l)
     a = world_sum(acc)
     c2 = float(0.0)
     if sc.beta > 0.0:
         c2 = a / sc.beta
-    for k0 in range(lane, particles, LANE_BATCH * lanes):
-        idx = lane_batch(w * particles, k0, lanes, particles)
-        ys = gather_batch(y.v, idx)
-        rs = gather_batch(r2.v, idx)
-        for j in range(LANE_BATCH):
-            if batch_holds(k0, j, lanes, particles):
-                yk = ys[j] - rs[j] * c2
-                r1.v[idx[j]] = rs[j]
-                r2.v[idx[j]] = yk
-                y.v[idx[j]] = yk
-    for k0 in range(lane, free, LANE_BATCH * lanes):
+    for k0 in range(lane, particles, step):
+        lanczos_shift_batch(lane_batch(w * particles, k0, lanes, particles), k0, lanes, particles, c2, y.v, r1.v, r2.v)
+    for k0 in range(lane, free, step):
         idx = row_batch(w, rows, k0, lanes, free, skip_start, skip_count)
-        ys_ = gather_batch(y.l, idx)
-        rs_ = gather_batch(r2.l, idx)
-        for j in range(LANE_BATCH):
-            if batch_holds(k0, j, lanes, free):
-                y_ = ys_[j] - rs_[j] * c2
-                r1.l[idx[j]] = rs_[j]
-                r2.l[idx[j]] = y_
-                y.l[idx[j]] = y_
+        lanczos_shift_batch(idx, k0, lanes, free, c2, y.l, r1.l, r2.l)
     return a
 
 
@@ -227,21 +308,12 @@ def minres_update(
     beta_old = sc.beta
     lanes = world_lanes()
     free = rows - skip_count
+    step = batch_step(lanes)
     acc = float(0.0)
-    for k0 in range(lane, particles, LANE_BATCH * lanes):
-        idx = lane_batch(w * particles, k0, lanes, particles)
-        rs = gather_batch(r2.v, idx)
-        ys = gather_batch(y.v, idx)
-        for j in range(LANE_BATCH):
-            if batch_holds(k0, j, lanes, particles):
-                acc += wp.dot(rs[j], ys[j])
-    for k0 in range(lane, free, LANE_BATCH * lanes):
-        idx = row_batch(w, rows, k0, lanes, free, skip_start, skip_count)
-        rs_ = gather_batch(r2.l, idx)
-        ys_ = gather_batch(y.l, idx)
-        for j in range(LANE_BATCH):
-            if batch_holds(k0, j, lanes, free):
-                acc += rs_[j] * ys_[j]
+    for k0 in range(lane, particles, step):
+        acc = dot_batch(acc, lane_batch(w * particles, k0, lanes, particles), k0, lanes, particles, r2.v, y.v)
+    for k0 in range(lane, free, step):
+        acc = dot_batch(acc, row_batch(w, rows, k0, lanes, free, skip_start, skip_count), k0, lanes, free, r2.l, y.l)
     beta = wp.sqrt(wp.max(world_sum(acc), 0.0))
     oldeps = sc.eps
     delta = sc.cs * sc.dbar + sc.sn * alfa
@@ -277,34 +349,12 @@ def minres_update(
     sc.phibar = phibar
     ginv = 1.0 / gamma
     f = scale_of(beta, sc.beta1)
-    for k0 in range(lane, particles, LANE_BATCH * lanes):
+    for k0 in range(lane, particles, step):
         idx = lane_batch(w * particles, k0, lanes, particles)
-        a1 = gather_batch(w2.v, idx)
-        a2 = gather_batch(w1.v, idx)
-        vs = gather_batch(v.v, idx)
-        xs = gather_batch(x.v, idx)
-        ys = gather_batch(y.v, idx)
-        for j in range(LANE_BATCH):
-            if batch_holds(k0, j, lanes, particles):
-                wn = (vs[j] - a1[j] * oldeps - a2[j] * delta) * ginv
-                w2.v[idx[j]] = a2[j]
-                w1.v[idx[j]] = wn
-                x.v[idx[j]] = xs[j] + wn * phi
-                v.v[idx[j]] = ys[j] * f
-    for k0 in range(lane, free, LANE_BATCH * lanes):
+        update_batch(idx, k0, lanes, particles, oldeps, delta, ginv, phi, f, v.v, y.v, w1.v, w2.v, x.v)
+    for k0 in range(lane, free, step):
         idx = row_batch(w, rows, k0, lanes, free, skip_start, skip_count)
-        a1_ = gather_batch(w2.l, idx)
-        a2_ = gather_batch(w1.l, idx)
-        vs_ = gather_batch(v.l, idx)
-        xs_ = gather_batch(x.l, idx)
-        ys_ = gather_batch(y.l, idx)
-        for j in range(LANE_BATCH):
-            if batch_holds(k0, j, lanes, free):
-                wn_ = (vs_[j] - a1_[j] * oldeps - a2_[j] * delta) * ginv
-                w2.l[idx[j]] = a2_[j]
-                w1.l[idx[j]] = wn_
-                x.l[idx[j]] = xs_[j] + wn_ * phi
-                v.l[idx[j]] = ys_[j] * f
+        update_batch(idx, k0, lanes, free, oldeps, delta, ginv, phi, f, v.l, y.l, w1.l, w2.l, x.l)
     return sc
 
 

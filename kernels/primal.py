@@ -15,7 +15,7 @@ plus a trilinear coarse grid per soft body, coarse_space.py), where long stiff b
 
 import warp as wp
 
-from .block import LANE_BATCH, batch_holds, gather_batch, lane_batch
+from .block import LANE_BATCH, batch_holds, batch_step, gather_batch, lane_batch
 from .tet import linearisation_point, polar_rotation
 
 
@@ -108,11 +108,11 @@ def coarse_partial(
     r: wp.array(dtype=wp.vec3),
 ) -> wp.vec3:
     """Σ weight · r[particle] over entries [first, end) of a coarse node's (particle, weight) list in world w, in list
-    order: one chunk of the node's Pᵀ r (the lanes of a world sum a node's list in chunks), read LANE_BATCH entries
+    order: one chunk of the node's Pᵀ r (the lanes of a world sum a node's list in chunks), read a batch of entries
     at a time."""
     acc = wp.vec3()
     xb = wp.vec4i(w * particles_per_world)
-    for k0 in range(first, end, LANE_BATCH):
+    for k0 in range(first, end, batch_step(1)):
         ks = lane_batch(0, k0, 1, end)
         rs = gather_batch(r, gather_batch(node_particles, ks) + xb)
         weights = gather_batch(node_weights, ks)
@@ -139,7 +139,7 @@ def coarse_restrict(
     chunks = node_chunk_start[nodes_per_world]
     acc = wp.vec3()
     end = node_chunk_start[j + 1]
-    for c0 in range(node_chunk_start[j], end, LANE_BATCH):
+    for c0 in range(node_chunk_start[j], end, batch_step(1)):
         sums = gather_batch(chunk_sum, lane_batch(w * chunks, c0, 1, end))
         for i in range(LANE_BATCH):
             if batch_holds(c0, i, 1, end):

@@ -11,6 +11,7 @@ from .block import (
     LANE_BATCH,
     STAGE_MODULE_OPTIONS,
     batch_holds,
+    batch_step,
     block_clock,
     gather_batch,
     lane_batch,
@@ -232,7 +233,7 @@ def saddle_product_world(
     if negate_rows != 0:
         gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, p.g, WITHOUT_TETS)
         R = m.row_count
-        for k0 in range(lane, p.free_rows, LANE_BATCH * lanes):
+        for k0 in range(lane, p.free_rows, batch_step(lanes)):
             idx = row_batch(w, R, k0, lanes, p.free_rows, p.skip_start, p.skip_count)
             gs = gather_batch(p.g, idx)
             for j in range(LANE_BATCH):
@@ -292,7 +293,7 @@ def saddle_preconditioner_world(
     if p.body_blocks != 0:
         # t = D⁻¹ r is needed only on the rows that act on bodies, the last families of each world
         first = body_rows_start(m)
-        for k0 in range(lane, R - first, LANE_BATCH * lanes):
+        for k0 in range(lane, R - first, batch_step(lanes)):
             idx = lane_batch(w * R + first, k0, lanes, R - first)
             rs = gather_batch(r.l, idx)
             ds = gather_batch(p.row_d, idx)
@@ -309,7 +310,7 @@ def saddle_preconditioner_world(
         world_sync()
         gather_world_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, BODY_FAMILIES)
         t = phase_mark(w, lane, p, PRECONDITION_BODIES, t)
-        for k0 in range(lane, p.free_rows, LANE_BATCH * lanes):
+        for k0 in range(lane, p.free_rows, batch_step(lanes)):
             idx = row_batch(w, R, k0, lanes, p.free_rows, p.skip_start, p.skip_count)
             rs = gather_batch(r.l, idx)
             us = gather_batch(p.u_rows, idx)
@@ -318,7 +319,7 @@ def saddle_preconditioner_world(
                 if batch_holds(k0, j, lanes, p.free_rows):
                     z.l[idx[j]] = woodbury_row(rs[j], us[j], ds[j])
     else:
-        for k0 in range(lane, p.free_rows, LANE_BATCH * lanes):
+        for k0 in range(lane, p.free_rows, batch_step(lanes)):
             idx = row_batch(w, R, k0, lanes, p.free_rows, p.skip_start, p.skip_count)
             rs = gather_batch(r.l, idx)
             ds = gather_batch(s.diag, idx)

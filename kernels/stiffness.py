@@ -17,7 +17,7 @@ order (the pattern's contribution list), so the assembly is deterministic on eve
 
 import warp as wp
 
-from .block import LANE_BATCH, batch_holds, gather_batch, lane_batch
+from .block import LANE_BATCH, batch_holds, batch_step, gather_batch, lane_batch
 from .data import Jacobian, ModelData
 
 
@@ -78,13 +78,13 @@ def assemble_block(w: int, k: int, m: ModelData, lame: wp.array(dtype=wp.vec2), 
 def block_row_times(
     w: int, p: int, particles_per_world: int, sp: StiffnessPattern, x: wp.array(dtype=wp.vec3)
 ) -> wp.vec3:
-    """(A_el x) of particle p in world w: its block row times x, in column order. The row is read LANE_BATCH blocks
+    """(A_el x) of particle p in world w: its block row times x, in column order. The row is read a batch of blocks
     at a time, their columns first, so that a GPU lane waits twice per batch instead of once per block."""
     acc = wp.vec3()
     base = w * sp.blocks_per_world
     xb = wp.vec4i(w * particles_per_world)
     end = sp.row_start[p + 1]
-    for k0 in range(sp.row_start[p], end, LANE_BATCH):
+    for k0 in range(sp.row_start[p], end, batch_step(1)):
         ks = lane_batch(0, k0, 1, end)
         xs = gather_batch(x, gather_batch(sp.col, ks) + xb)
         for j in range(LANE_BATCH):
