@@ -14,7 +14,8 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
              one block on one multiprocessor): ms per step and, after 40 steps, its top's sink against the exact
              ρgH²/(2E) (tests/test_large_world.py: within −6.4e-5 … −1.2e-5 on the CPU)
   profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing), and the linear solve's
-             phases (share and clock cycles per MINRES iteration: SolverConfig.phase_timing)
+             phases (share and clock cycles per MINRES iteration: SolverConfig.phase_timing), again with the elastic
+             blocks in CSR order (SolverConfig.slice_width = 1) instead of a warp's slices
   floor      what one pass of the linear solve's loop costs with only its structure in it: 37 barriers (or block sums)
              per pass, with 0–4 dependent L2 loads per lane and phase, one world's block (benchmarks/latency_floor.py),
              and what a loop body of the solve's size (~20,000 instructions) costs against a small one
@@ -370,6 +371,9 @@ def section_profile(device: str, quick: bool) -> dict:
         scene=title,
         stages={k: dict(gpu_ms_per_step=t / n, launches_per_step=c / n) for k, (t, c) in times.items()},
         solve_phases=solve_phases("snake", device, frames),
+        # the elastic blocks in CSR order (each lane's row apart from its warp's others) instead of a warp's slices:
+        # what the product over particles gains from reads that a warp's lanes share (kernels/stiffness.py)
+        solve_phases_csr=solve_phases("snake", device, frames, slice_width=1),
     )
 
 

@@ -60,13 +60,19 @@ def section_lines(name: str, data) -> list[str]:
                 ["stage kernel", "launches per step", "GPU ms per step"],
                 [[k, v["launches_per_step"], v["gpu_ms_per_step"]] for k, v in stages],
             )
-        phases = data.get("solve_phases") or {}
-        if phases.get("phases"):
-            out += [f"The linear solve by phase ({phases['iterations']} MINRES iterations):", ""]
+        phases = (data.get("solve_phases") or {}).get("phases")
+        csr = (data.get("solve_phases_csr") or {}).get("phases") or {}
+        if phases:
+            its = data["solve_phases"]["iterations"]
+            out += [f"The linear solve by phase ({its} MINRES iterations; the elastic blocks sliced, and in CSR):", ""]
             out += table(
-                ["phase", "share", "cycles per iteration"],
-                [[k, f"{100 * v['share']:.1f} %", v["cycles_per_iteration"]] for k, v in phases["phases"].items()],
-            )
+                ["phase", "share", "cycles per iteration", "CSR blocks: cycles per iteration"],
+                [
+                    [k, f"{100 * v['share']:.1f} %", v["cycles_per_iteration"],
+                     csr.get(k, {}).get("cycles_per_iteration", "-")]
+                    for k, v in phases.items()
+                ],
+            )  # fmt: skip
         return out
     if name == "floor":
         code = {"none": "-", "loop": "one phase's, looped", "distinct": "each phase its own"}

@@ -55,9 +55,10 @@ def timed_launches(device):
     return ctx()
 
 
-def make_scene(scene: str, device: str, graph_capture: bool, phase_timing: bool = False):
+def make_scene(scene: str, device: str, graph_capture: bool, phase_timing: bool = False, **solver_options):
     """(advance one call, steps per call, description, solver); the snake advances one frame of its substeps.
-    ``phase_timing``: the solver counts the clock cycles of its linear solve's phases (SolverConfig.phase_timing)."""
+    ``phase_timing``: the solver counts the clock cycles of its linear solve's phases (SolverConfig.phase_timing);
+    ``solver_options``: other SolverConfig fields (e.g. slice_width)."""
     import softsnake as ss
     from softsnake.scenes import soft_slab_among_obstacles, soft_slab_on_ground, soft_slab_with_rigid_chain
 
@@ -70,7 +71,12 @@ def make_scene(scene: str, device: str, graph_capture: bool, phase_timing: bool 
         model = slabs[scene]().finalize(device=device)
         state = model.state()
         solver = ss.Solver(
-            model, dt=1.0 / 120.0, check_finite=False, graph_capture=graph_capture, phase_timing=phase_timing
+            model,
+            dt=1.0 / 120.0,
+            check_finite=False,
+            graph_capture=graph_capture,
+            phase_timing=phase_timing,
+            **solver_options,
         )
         return (
             (lambda: solver.step(state)),
@@ -85,7 +91,10 @@ def make_scene(scene: str, device: str, graph_capture: bool, phase_timing: bool 
 
         base = SnakeConfig()
         cfg = dataclasses.replace(
-            base, solver=dataclasses.replace(base.solver, graph_capture=graph_capture, phase_timing=phase_timing)
+            base,
+            solver=dataclasses.replace(
+                base.solver, graph_capture=graph_capture, phase_timing=phase_timing, **solver_options
+            ),
         )
         sim = SnakeSim(worlds=1, device=device, config=cfg)
         gait = OpenLoopGait()
@@ -120,11 +129,11 @@ def device_kernel_times(advance, calls: int, device) -> dict[str, tuple[float, i
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
-def solve_phases(scene: str, device: str, calls: int) -> dict:
+def solve_phases(scene: str, device: str, calls: int, **solver_options) -> dict:
     """Where the linear solve's time goes, phase by phase (SolverConfig.phase_timing: clock cycles that lane 0 of
     each world's block counts between barriers): per phase its share of the solve and its cycles per MINRES
-    iteration, over ``calls`` calls after three to settle."""
-    advance, substeps, title, solver = make_scene(scene, device, graph_capture=False, phase_timing=True)
+    iteration, over ``calls`` calls after three to settle; ``solver_options`` as make_scene's."""
+    advance, substeps, title, solver = make_scene(scene, device, False, True, **solver_options)
     for _ in range(3):
         advance()
     before = solver.diagnostics().extras["solve_phase_cycles"]

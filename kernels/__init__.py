@@ -6,5 +6,6 @@ They walk the row families of ``row_families`` and ``world_rows``. The physics, 
 (corotational strain rows), ``stiffness`` (the elastic block matrix), ``contact`` (shape distance,
 Fischer-Burmeister), ``friction``, ``contact_list``, ``schur`` (particle rows and their products), ``rigid`` (bodies,
 attachments, joints), ``rigid_contact``, ``body_precond`` (the rows' rigid-body preconditioner), ``primal`` (momentum
-residual, coarse space), ``minres``, ``integrate``; ``actuation`` and ``hinge_torque`` for the robots' inputs.
+residual, coarse space), ``minres`` and ``saddle`` (the saddle-point system's product, preconditioner and MINRES solve
+of one world), ``integrate``; ``actuation`` and ``hinge_torque`` for the robots' inputs.
 """

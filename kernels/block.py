@@ -106,16 +106,19 @@ def world_lanes() -> int:
 #: kernels/minres.py, a block row, a coarse node's list): a GPU lane waits for its loads once per batch instead of once
 #: per element. The compiler does not overlap them itself: one element's loads cannot pass the previous element's
 #: stores (the arrays might alias), and a loop over a list of runtime length is not unrolled. The sums keep their
-#: element order. The batch's slots are unrolled; how many of them hold elements is ``batch_size()``.
+#: element order. The batch's slots are unrolled; how many of them hold elements is ``batch_size()``. Four by
+#: construction: a batch's indices are a vec4i (``lane_batch``).
 LANE_BATCH = wp.constant(4)
 #: a batch of LANE_BATCH vec3 values, one per row
-vec3_batch = wp.types.matrix(shape=(4, 3), dtype=float)
+vec3_batch = wp.types.matrix(shape=(LANE_BATCH, 3), dtype=float)
+#: a batch of LANE_BATCH spatial vectors, one per row
+spatial_batch = wp.types.matrix(shape=(LANE_BATCH, 6), dtype=float)
 
 
 @wp.func_native(
-    """
+    f"""
 #if defined(__CUDA_ARCH__) || WP_TILE_BLOCK_DIM > 1
-return 4;
+return {LANE_BATCH};
 #else
 return 1;
 #endif
@@ -127,6 +130,16 @@ def batch_size() -> int:
     the batches' bookkeeping cost ~3 % of a step. A compile-time constant, so the CPU's compiler drops the other
     slots' loads and arithmetic."""
     ...
+
+
+@wp.func
+def sliced_row(row: int, row_length: int, width: int) -> int:
+    """Where entry 0 of ``row`` lies in a table of rows of ``row_length`` entries stored in slices of ``width`` rows
+    (softsnake/sim/lane_layout.py, sliced_rows); entry j lies j·width further. A slice keeps its rows' entries j side
+    by side, so that the lanes of a warp, a row each, read consecutive addresses; width 1 is row-major. ``width`` is a
+    power of two (SolverConfig.slice_width), so a row's place in its slice is a bit mask, not a division."""
+    lane = row & (width - 1)
+    return (row - lane) * row_length + lane
 
 
 @wp.func
@@ -158,6 +171,12 @@ def batch_holds(k0: int, j: int, lanes: int, count: int) -> bool:
 @wp.func
 def gather_batch(a: wp.array(dtype=wp.vec3), idx: wp.vec4i) -> vec3_batch:
     """a at the batch's indices, row j = a[idx[j]]: all loads issued before any is used."""
+    return wp.matrix_from_rows(a[idx[0]], a[idx[1]], a[idx[2]], a[idx[3]])
+
+
+@wp.func
+def gather_batch(a: wp.array(dtype=wp.spatial_vector), idx: wp.vec4i) -> spatial_batch:  # noqa: F811 (an overload)
+    """a at the batch's indices (spatial vectors), row j = a[idx[j]]."""
     return wp.matrix_from_rows(a[idx[0]], a[idx[1]], a[idx[2]], a[idx[3]])
 
 
@@ -313,6 +332,6 @@ return 0;
 )
 def block_clock() -> wp.int64:
     """The calling lane's clock: the SM's cycle counter on a GPU, the time-stamp counter on an x86 CPU, the virtual
-    timer on an ARM one (0 elsewhere). Only differences on the same lane mean anything (kernels/step_primal.py, the
+    timer on an ARM one (0 elsewhere). Only differences on the same lane mean anything (kernels/saddle.py, the
     solve's phase timers, which read it only when they are on)."""
     ...

@@ -18,6 +18,7 @@ the clusters (a triangular solve is a chain of dependent steps that one lane wal
 
 import warp as wp
 
+from .block import LANE_BATCH, batch_holds, batch_step, gather_batch, lane_batch
 from .data import (
     ATTACHMENT,
     BODY_CONTACT,
@@ -41,6 +42,10 @@ from .rigid_contact import (
 # Loops stay loops: add_row_terms (dense 6 × 12 row updates) is inlined for every row of every row kind; unrolled,
 # the factor's module took ~3 minutes to compile for CUDA.
 wp.set_module_options({"max_unroll": 0})
+
+
+#: six float64 entries: a body's part of a row of H⁻¹ (cluster_inverse_row)
+vec6d = wp.types.vector(length=6, dtype=wp.float64)
 
 
 @wp.struct
@@ -447,10 +452,19 @@ def cholesky_update_row(
 
 @wp.func
 def cluster_inverse_column(
-    w: int, dof: wp.vec3i, bb: BodyBlocks, L: wp.array(dtype=wp.float64), G: wp.array(dtype=wp.float64)
+    w: int,
+    dof: wp.vec3i,
+    bb: BodyBlocks,
+    L: wp.array(dtype=wp.float64),
+    G: wp.array(dtype=wp.float64),
+    slice_width: int,
+    G_lanes: wp.array(dtype=wp.float64),
 ):
     """Column q = dof[2] of G = H⁻¹ = L⁻ᵀL⁻¹ for its cluster: L z = e_q, then Lᵀ g = z, in place in G's column q
-    (one lane per column, so that a preconditioner application is a product, one lane per row)."""
+    (one lane per column, so that a preconditioner application is a product, one lane per row). With slices
+    (``slice_width`` > 1, kernels/block.py) each final entry G[i, q] is also written to ``G_lanes`` at q·n + i: there
+    entry (r, k) lies at k·n + r, so that the application's lanes, a row r each, read consecutive addresses
+    (``cluster_inverse_row``)."""
     n = bb.cluster_dofs[dof[0]]
     q = dof[2]
     base = w * bb.block_size + dof[1]
@@ -467,7 +481,10 @@ def cluster_inverse_column(
         t = G[base + i * n + q]
         for k in range(i + 1, n):
             t -= L[base + k * n + i] * G[base + k * n + q]
-        G[base + i * n + q] = t / L[base + i * n + i]
+        g = t / L[base + i * n + i]
+        G[base + i * n + q] = g
+        if slice_width > 1:
+            G_lanes[base + q * n + i] = g
 
 
 @wp.func
@@ -477,21 +494,41 @@ def cluster_inverse_row(
     b: BodyData,
     bb: BodyBlocks,
     G: wp.array(dtype=wp.float64),
+    slice_width: int,
     f: wp.array(dtype=wp.spatial_vector),
     y: wp.array(dtype=float),
 ):
     """y = H⁻¹ f on body dof q of world w (f = J_bᵀ D⁻¹ r per body; y per body dof, 6 per body): row dof[2] of its
-    cluster's G times the cluster's part of f, summed in float64."""
+    cluster's H⁻¹ times the cluster's part of f, summed in float64 in the cluster's body order, a batch of bodies at
+    a time (kernels/block.py). ``G``: H⁻¹ row-major, or with slices (``slice_width`` > 1) lane-major
+    (cluster_inverse_column's ``G_lanes``)."""
     dof = cluster_dof(b, bb, q)
     c = dof[0]
     n = bb.cluster_dofs[c]
-    row = w * bb.block_size + dof[1] + dof[2] * n
+    entry = w * bb.block_size + dof[1] + dof[2] * n  # entry (dof[2], 0); entry k lies k·stride further
+    stride = 1
+    if slice_width > 1:
+        entry = w * bb.block_size + dof[1] + dof[2]
+        stride = n
+    first = bb.cluster_bodies_start[c]
+    end = bb.cluster_bodies_start[c + 1]
     acc = wp.float64(0.0)
-    for slot in range(bb.cluster_bodies_start[c], bb.cluster_bodies_start[c + 1]):  # the cluster's bodies in order
-        fk = f[w * b.body_count + bb.cluster_bodies[slot]]
-        k = row + 6 * (slot - bb.cluster_bodies_start[c])
-        for a in range(6):
-            acc += G[k + a] * wp.float64(fk[a])
+    for s0 in range(first, end, batch_step(1)):
+        slots = lane_batch(0, s0, 1, end)
+        fs = gather_batch(f, gather_batch(bb.cluster_bodies, slots) + wp.vec4i(w * b.body_count))
+        for j in range(LANE_BATCH):
+            k = entry + 6 * stride * (slots[j] - first)
+            g = vec6d(
+                G[k],
+                G[k + stride],
+                G[k + 2 * stride],
+                G[k + 3 * stride],
+                G[k + 4 * stride],
+                G[k + 5 * stride],
+            )
+            if batch_holds(s0, j, 1, end):
+                for a in range(6):
+                    acc += g[a] * wp.float64(fs[j, a])
     y[w * 6 * b.body_count + q] = float(acc)
 
 

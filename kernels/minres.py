@@ -1,4 +1,4 @@
-"""Preconditioned MINRES for the symmetric saddle-point system of the primal FEM step (kernels/step_primal.py).
+"""Preconditioned MINRES for the symmetric saddle-point system of the primal FEM step (kernels/saddle.py).
 
 Paige & Saunders (1975), in the form of scipy.sparse.linalg.minres: a Lanczos recurrence with the preconditioner's inner
 product and Givens rotations that minimise the residual norm over the Krylov space. It needs only a symmetric operator
@@ -8,7 +8,7 @@ Every vector is a pair (particle part vec3 per world·particle, row part float p
 range (the eliminated tet rows) are never touched and stay zero. The functions here are the vector work of one
 iteration for one world, shared by the lanes of its block (kernels/block.py): each lane walks the same indices in
 every loop, reductions are block sums in a fixed order, and the recurrence scalars (``MinresScalars``) are identical
-in every lane. The whole solve runs in one launch (``step_primal.newton_solve``).
+in every lane. The whole solve runs in one launch (``saddle.minres_solve_world`` in ``step_primal.newton_solve``).
 """
 
 from typing import Any
@@ -61,13 +61,13 @@ def row_index(k: int, skip_start: int, skip_count: int) -> int:
 def row_batch(w: int, rows: int, k0: int, lanes: int, count: int, skip_start: int, skip_count: int) -> wp.vec4i:
     """World w's row indices of a lane's next batch (``lane_batch``) in the loop over its ``count`` rows outside the
     skipped range: rows row_index(k0 + j·lanes), the slots past the last row repeating it."""
-    last = count - 1
+    ks = lane_batch(0, k0, lanes, count)
     base = w * rows
     return wp.vec4i(
-        base + row_index(k0, skip_start, skip_count),
-        base + row_index(wp.min(k0 + lanes, last), skip_start, skip_count),
-        base + row_index(wp.min(k0 + 2 * lanes, last), skip_start, skip_count),
-        base + row_index(wp.min(k0 + 3 * lanes, last), skip_start, skip_count),
+        base + row_index(ks[0], skip_start, skip_count),
+        base + row_index(ks[1], skip_start, skip_count),
+        base + row_index(ks[2], skip_start, skip_count),
+        base + row_index(ks[3], skip_start, skip_count),
     )
 
 

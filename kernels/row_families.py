@@ -13,12 +13,12 @@ of the world's block (kernels/block.py), one per stage that concerns it:
 
 A family leaves out what does not concern it (the ``no_*`` functions). The families' functions live beside their
 kind: kernels/particle_families.py (distance, tet, contact) and kernels/body_families.py (attachment, joint,
-body_contact, particle_body). The stage functions in world_rows.py, step_primal.py and step_body_blocks.py loop over
-this table at code generation (``wp.static``), so a new family is one entry here and its functions; its element
-numbering and rows follow from the table (``family_row0``). Where it acts on particles or bodies, its Jᵀx part is a
-branch of ``particle_transpose_product`` (kernels/schur.py) or ``body_transpose_range`` (kernels/rigid_contact.py),
-its rigid-body preconditioner terms one of ``body_block_chunk`` (kernels/body_precond.py), and the Model lists its
-incidences (softsnake/sim/model.py).
+body_contact, particle_body). The stage functions in world_rows.py, saddle.py, step_primal.py and
+step_body_blocks.py loop over this table at code generation (``wp.static``), so a new family is one entry here and
+its functions; its element numbering and rows follow from the table (``family_row0``). Where it acts on particles or
+bodies, its Jᵀx part is a branch of ``particle_transpose_product`` (kernels/schur.py) or ``body_transpose_range``
+(kernels/rigid_contact.py), its rigid-body preconditioner terms one of ``body_block_chunk`` (kernels/body_precond.py),
+and the Model lists its incidences (softsnake/sim/model.py).
 """
 
 import warp as wp

@@ -17,7 +17,7 @@ from .body_precond import (
 )
 from .data import BodyData, ModelData, StepData
 from .row_families import FAMILIES
-from .step_primal import PrimalData
+from .saddle import PrimalData
 
 wp.set_module_options({**STAGE_MODULE_OPTIONS, "max_unroll": 0})
 
@@ -65,4 +65,4 @@ def factor_body_blocks(
             cholesky_update_row(w, cluster_dof(b, bb, q), j, bb, p.H, p.H_jitter)
         world_sync()
     for q in range(lane, dofs, lanes):
-        cluster_inverse_column(w, cluster_dof(b, bb, q), bb, p.H, p.H_inv)
+        cluster_inverse_column(w, cluster_dof(b, bb, q), bb, p.H, p.H_inv, p.slice_width, p.H_inv_lanes)

@@ -1,61 +1,22 @@
 """The primal-FEM formulation's stages (softsnake/sim/primal.py, docs/solver.md), one block per world
 (kernels/block.py): warm start, then per Newton iteration assemble (with the line search), the rows' body-block
-factorisation, the whole MINRES solve and the update, and a finishing stage. The matrix-free saddle product and the
-two-level preconditioner are functions of one world, used inside the solve and by the operator launches that tests
-and diagnostics call (``saddle_product``, ``saddle_preconditioner``).
+factorisation, the whole MINRES solve and the update, and a finishing stage. The saddle-point system's product,
+preconditioner and solve are functions of one world (kernels/saddle.py); the operator launches here
+(``saddle_product``, ``saddle_preconditioner``) are for tests and diagnostics.
 """
 
 import warp as wp
 
-from .block import (
-    LANE_BATCH,
-    STAGE_MODULE_OPTIONS,
-    batch_holds,
-    batch_step,
-    block_clock,
-    gather_batch,
-    lane_batch,
-    world_index,
-    world_lanes,
-    world_sum,
-    world_sum_vec3,
-    world_sync,
-)
-from .body_precond import BodyBlocks, body_mass_times_dofs, cluster_inverse_row, woodbury_row
+from .block import STAGE_MODULE_OPTIONS, world_index, world_lanes, world_sum, world_sum_vec3, world_sync
 from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
-from .minres import (
-    BETA1,
-    PHIBAR,
-    SLOTS,
-    MinresScalars,
-    SaddleVector,
-    minres_lanczos,
-    minres_start,
-    minres_update,
-    row_batch,
-    row_index,
-    store_scalars,
-)
-from .primal import (
-    bilateral_row,
-    coarse_partial,
-    coarse_restrict,
-    coarse_solve,
-    fit_body_rotation,
-    particle_residual,
-    precondition_particle,
-    start_velocity,
-    warm_start_scale,
-)
+from .minres import BETA1, PHIBAR, SLOTS, SaddleVector, row_index
+from .primal import bilateral_row, fit_body_rotation, particle_residual, start_velocity, warm_start_scale
 from .rigid import apply_body_impulse
-from .row_families import BODY_FAMILIES, WITHOUT_TETS
-from .schur import particle_transpose_product
-from .stiffness import StiffnessPattern, assemble_block, block_row_times, rotate_gradients
+from .saddle import PrimalData, minres_solve_world, saddle_preconditioner_world, saddle_product_world
+from .stiffness import assemble_block, rotate_gradients
 from .world_rows import (
     apply_world_body_impulses,
     assemble_world_rows,
-    body_rows_start,
-    gather_world_rows,
     merit_grew,
     project_world_cones,
     restart_merit,
@@ -65,269 +26,6 @@ from .world_rows import (
 
 # forward kernels only, rebuilt when any kernel source changes (kernels/block.py, STAGE_MODULE_OPTIONS)
 wp.set_module_options(STAGE_MODULE_OPTIONS)
-
-
-@wp.struct
-class PrimalData:
-    """The primal step's model-derived data and buffers (softsnake/sim/primal.py builds them)."""
-
-    m_rows: ModelData  # the model with the particles' effective inverse masses (row assembly)
-    m_attach: ModelData  # … with their two-level inverse masses (attachment rows)
-    mass: wp.array(dtype=float)  # particle mass, 0 for kinematic particles [kg]
-    tet_lame: wp.array(dtype=wp.vec2)  # h(h+β)·V·(λ, μ) per tet
-    stiffness: StiffnessPattern  # A_el = h(h+β)K as 3×3 blocks, assembled once per step (kernels/stiffness.py)
-    diag_v: wp.array(dtype=float)  # A_pp, the particle blocks' diagonal
-    # soft bodies (connected tet components) and the coarse space
-    soft_bodies: int
-    nodes: int  # coarse nodes per world
-    use_coarse: int
-    body_start: wp.array(dtype=int)
-    body_particles: wp.array(dtype=int)
-    body_inv_mass: wp.array(dtype=float)  # 1/Σm of a free soft body, 0 for one with kinematic particles
-    body_of_particle: wp.array(dtype=int)
-    rest: wp.array(dtype=wp.vec3)
-    node_index: wp.array(dtype=int)
-    node_weight: wp.array(dtype=float)
-    node_particles: wp.array(dtype=int)
-    node_weights: wp.array(dtype=float)
-    # the nodes' lists in chunks (softsnake/sim/model.py, list_chunk), summed by separate lanes into node_chunk_sum
-    node_chunk_start: wp.array(dtype=int)
-    node_chunk_first: wp.array(dtype=int)
-    node_chunk_end: wp.array(dtype=int)
-    node_chunk_sum: wp.array(dtype=wp.vec3)
-    node_body: wp.array(dtype=int)
-    node_first: wp.array(dtype=int)
-    inverse_start: wp.array(dtype=int)
-    inverse: wp.array(dtype=wp.vec4)
-    rotation: wp.array(dtype=wp.mat33)
-    rc: wp.array(dtype=float)
-    rc4: wp.array(dtype=wp.vec4)  # rc as vec4s (the same memory)
-    yc: wp.array(dtype=float)
-    # rows: the tets' rows are eliminated [skip_start, skip_start + skip_count)
-    skip_start: int
-    skip_count: int
-    free_rows: int
-    # iterate and product buffers
-    v_pred: wp.array(dtype=wp.vec3)
-    dv: wp.array(dtype=wp.vec3)
-    mass_xv: wp.array(dtype=wp.vec3)
-    g: wp.array(dtype=float)
-    # MINRES
-    b: SaddleVector
-    x: SaddleVector
-    y: SaddleVector
-    v: SaddleVector
-    r1: SaddleVector
-    r2: SaddleVector
-    w1: SaddleVector
-    w2: SaddleVector
-    sc: wp.array(dtype=float)
-    # the rows' rigid-body preconditioner (Woodbury over clusters of bodies)
-    body_blocks: int
-    bb: BodyBlocks
-    H: wp.array(dtype=wp.float64)  # per cluster H, then its Cholesky factor L
-    H_inv: wp.array(dtype=wp.float64)  # per cluster H⁻¹
-    H_jitter: wp.array(dtype=wp.float64)  # per cluster, the pivots' jitter
-    H_chunk: wp.array(dtype=wp.float64)  # H's rows summed per incidence chunk (worlds · chunks · 6 · max_dofs)
-    y_body: wp.array(dtype=float)  # H⁻¹ f per body dof (6 per body)
-    row_d: wp.array(dtype=float)  # D per row (the factor writes it)
-    t_rows: wp.array(dtype=float)  # scratch: the factor's row weights 1/D, then each application's D⁻¹r
-    u_rows: wp.array(dtype=float)
-    zero_rows: wp.array(dtype=float)
-    zero_particles: wp.array(dtype=wp.vec3)
-    f_body: wp.array(dtype=wp.spatial_vector)
-    imp_body: wp.array(dtype=wp.spatial_vector)
-    # scaled warm start
-    warm_scaled: int
-    warm_carried: wp.array(dtype=float)
-    warm_step: wp.array(dtype=float)
-    warm_merit: wp.array(dtype=float)
-    warm_res: wp.array(dtype=float)
-    warm_scale: wp.array(dtype=float)
-    momentum_balance: int
-    # the linear solve's phase timers (SolverConfig.phase_timing): clock cycles per world and phase (SOLVE_PHASES)
-    phase_timing: int
-    phase_cycles: wp.array(dtype=wp.int64)
-
-
-#: the phases of one MINRES iteration that the solve's timers tell apart (PrimalData.phase_cycles, worlds · phases)
-SOLVE_PHASES = (
-    "product_particles",  # A x_v − J_pᵀ x_l per particle
-    "product_bodies",  # J_bᵀ x_l per rigid body
-    "product_rows",  # J M⁻¹ (…) + C x_l per row
-    "lanczos",  # the Lanczos recurrence and its dot products
-    "precondition_coarse",  # the coarse correction's restriction and solve
-    "precondition_particles",  # D⁻¹ and the coarse prolongation per particle
-    "precondition_bodies",  # the rows' rigid-body part (Woodbury: J_bᵀD⁻¹r, H⁻¹, the gathers)
-    "precondition_rows",  # the rows' diagonal part
-    "update",  # the MINRES update of the iterate and its scalars
-)
-PRODUCT_PARTICLES, PRODUCT_BODIES, PRODUCT_ROWS, LANCZOS = (wp.constant(k) for k in range(4))
-PRECONDITION_COARSE, PRECONDITION_PARTICLES, PRECONDITION_BODIES, PRECONDITION_ROWS, UPDATE = (
-    wp.constant(k) for k in range(4, 9)
-)
-PHASE_COUNT = wp.constant(len(SOLVE_PHASES))
-
-
-@wp.func
-def phase_clock(p: PrimalData) -> wp.int64:
-    """The clock with p.phase_timing on (a phase's start), else 0: without timing the solve reads no clock."""
-    if p.phase_timing != 0:
-        return block_clock()
-    return wp.int64(0)
-
-
-@wp.func
-def phase_mark(w: int, lane: int, p: PrimalData, phase: int, t0: wp.int64) -> wp.int64:
-    """With p.phase_timing: the world's lanes meet at a barrier and lane 0 adds the cycles since ``t0`` to world
-    w's ``phase``; returns the next phase's start (phase_clock). Without timing it does nothing."""
-    if p.phase_timing != 0:
-        world_sync()
-        if lane == 0:
-            k = w * PHASE_COUNT + phase
-            p.phase_cycles[k] = p.phase_cycles[k] + (block_clock() - t0)
-    return phase_clock(p)
-
-
-# --------------------------------------------------------------------------------------------------- operators
-
-
-@wp.func
-def saddle_product_world(
-    w: int,
-    lane: int,
-    m: ModelData,
-    b: BodyData,
-    s: StepData,
-    p: PrimalData,
-    x: SaddleVector,
-    y: SaddleVector,
-    negate_rows: int,
-):
-    """y = [[A, −J_pᵀ], [−J_p, −S]] x for world w; with ``negate_rows = 0`` y's row part gets its negative,
-    J_p x_v + S x_l (MINRES folds the sign into its Lanczos step). A x_v = M x_v + A_el x_v with the step's block
-    matrix; kinematic particles have identity rows. mass_xv = M x_v, which the row gathers turn back into x_v."""
-    lanes = world_lanes()
-    n = m.particle_count
-    t = phase_clock(p)
-    for i in range(lane, n, lanes):
-        k = w * n + i
-        mp = p.mass[i]
-        if mp > 0.0:
-            xm = x.v[k] * mp
-            y.v[k] = (
-                xm
-                + block_row_times(w, i, n, p.stiffness, x.v)
-                - particle_transpose_product(m, s.jac, x.l, s.tet_force, 2, w, i)
-            )
-            p.mass_xv[k] = xm
-        else:
-            y.v[k] = x.v[k]
-            p.mass_xv[k] = wp.vec3()
-    t = phase_mark(w, lane, p, PRODUCT_PARTICLES, t)
-    if b.body_count > 0:
-        scatter_world_bodies(w, lane, m, b, s, x.l, s.body_impulse)  # J_bᵀ x_l (ends at a barrier)
-    else:
-        world_sync()
-    t = phase_mark(w, lane, p, PRODUCT_BODIES, t)
-    if negate_rows != 0:
-        gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, p.g, WITHOUT_TETS)
-        R = m.row_count
-        for k0 in range(lane, p.free_rows, batch_step(lanes)):
-            idx = row_batch(w, R, k0, lanes, p.free_rows, p.skip_start, p.skip_count)
-            gs = gather_batch(p.g, idx)
-            for j in range(LANE_BATCH):
-                if batch_holds(k0, j, lanes, p.free_rows):
-                    y.l[idx[j]] = -gs[j]
-        world_sync()
-    else:
-        gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, y.l, WITHOUT_TETS)
-    phase_mark(w, lane, p, PRODUCT_ROWS, t)
-
-
-@wp.func
-def saddle_preconditioner_world(
-    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, r: SaddleVector, z: SaddleVector
-):
-    """z = blockdiag(two-level A⁻¹ approximation, rows' preconditioner) r for world w: particles D⁻¹ + R P A_c⁻¹ Pᵀ Rᵀ;
-    rows their Schur diagonal, or with rigid bodies (D + J_b M_b⁻¹ J_bᵀ)⁻¹ by the Woodbury identity
-    (kernels/body_precond.py)."""
-    lanes = world_lanes()
-    n = m.particle_count
-    t = phase_clock(p)
-    if p.use_coarse != 0:
-        chunks = p.node_chunk_start[p.nodes]
-        for c in range(lane, chunks, lanes):  # Pᵀr in chunks of the nodes' lists, then a lane per node
-            p.node_chunk_sum[w * chunks + c] = coarse_partial(
-                w, p.node_chunk_first[c], p.node_chunk_end[c], n, p.node_particles, p.node_weights, r.v
-            )
-        world_sync()
-        for j in range(lane, p.nodes, lanes):
-            coarse_restrict(
-                w, j, p.nodes, p.soft_bodies, p.node_chunk_start, p.node_chunk_sum, p.node_body, p.rotation, p.rc
-            )
-        world_sync()
-        dofs = 3 * p.nodes
-        for k in range(lane, dofs, lanes):
-            coarse_solve(w * dofs + k, p.nodes, p.node_body, p.node_first, p.inverse_start, p.inverse, p.rc4, p.yc)
-        world_sync()
-    t = phase_mark(w, lane, p, PRECONDITION_COARSE, t)
-    for i in range(lane, n, lanes):
-        precondition_particle(
-            w * n + i,
-            n,
-            p.nodes,
-            p.soft_bodies,
-            p.diag_v,
-            p.body_of_particle,
-            p.node_index,
-            p.node_weight,
-            p.rotation,
-            p.use_coarse,
-            p.yc,
-            r.v,
-            z.v,
-        )
-    t = phase_mark(w, lane, p, PRECONDITION_PARTICLES, t)
-    R = m.row_count
-    if p.body_blocks != 0:
-        # t = D⁻¹ r is needed only on the rows that act on bodies, the last families of each world
-        first = body_rows_start(m)
-        for k0 in range(lane, R - first, batch_step(lanes)):
-            idx = lane_batch(w * R + first, k0, lanes, R - first)
-            rs = gather_batch(r.l, idx)
-            ds = gather_batch(p.row_d, idx)
-            for j in range(LANE_BATCH):
-                if batch_holds(k0, j, lanes, R - first):
-                    p.t_rows[idx[j]] = rs[j] / ds[j]
-        world_sync()
-        scatter_world_bodies(w, lane, m, b, s, p.t_rows, p.f_body)
-        for q in range(lane, 6 * b.body_count, lanes):  # y = H⁻¹ f, a row per lane
-            cluster_inverse_row(w, q, b, p.bb, p.H_inv, p.f_body, p.y_body)
-        world_sync()
-        for i in range(lane, b.body_count, lanes):
-            body_mass_times_dofs(w, i, b, s.h, s.body_x_start, s.body_v, p.y_body, p.imp_body)
-        world_sync()
-        gather_world_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, BODY_FAMILIES)
-        t = phase_mark(w, lane, p, PRECONDITION_BODIES, t)
-        for k0 in range(lane, p.free_rows, batch_step(lanes)):
-            idx = row_batch(w, R, k0, lanes, p.free_rows, p.skip_start, p.skip_count)
-            rs = gather_batch(r.l, idx)
-            us = gather_batch(p.u_rows, idx)
-            ds = gather_batch(p.row_d, idx)
-            for j in range(LANE_BATCH):
-                if batch_holds(k0, j, lanes, p.free_rows):
-                    z.l[idx[j]] = woodbury_row(rs[j], us[j], ds[j])
-    else:
-        for k0 in range(lane, p.free_rows, batch_step(lanes)):
-            idx = row_batch(w, R, k0, lanes, p.free_rows, p.skip_start, p.skip_count)
-            rs = gather_batch(r.l, idx)
-            ds = gather_batch(s.diag, idx)
-            for j in range(LANE_BATCH):
-                if batch_holds(k0, j, lanes, p.free_rows):
-                    z.l[idx[j]] = rs[j] / ds[j]
-    world_sync()
-    phase_mark(w, lane, p, PRECONDITION_ROWS, t)
 
 
 @wp.kernel
@@ -469,7 +167,7 @@ def warm_start(
     for t in range(lane, n, lanes):
         rotate_gradients(w * n + t, m, s.jac, p.stiffness.rotated)
     world_sync()
-    for k in range(lane, p.stiffness.blocks_per_world, lanes):
+    for k in range(lane, p.stiffness.slots_per_world, lanes):
         assemble_block(w, k, m, p.tet_lame, p.stiffness)
     n = m.particle_count
     for i in range(lane, n, lanes):
@@ -483,10 +181,12 @@ def warm_start(
     if s.warm_start > 0.0 or s.contact_warm_start > 0.0:
         apply_world_body_impulses(w, lane, m, b, s, s.lam)  # bodies: v_b = ṽ_b + M_b⁻¹J_bᵀλ (tets do not act on bodies)
     if p.use_coarse != 0:
-        for c in range(lane, p.soft_bodies, lanes):
-            p.rotation[w * p.soft_bodies + c] = fit_body_rotation(
-                w, c, n, p.body_start, p.body_particles, p.mass, p.rest, s.x_start, s.v_start, s.h
+        for c in range(p.soft_bodies):  # a body at a time, over all lanes
+            rotation = fit_body_rotation(
+                w, lane, c, n, p.body_start, p.body_particles, p.mass, p.rest, s.x_start, s.v_start, s.h
             )
+            if lane == 0:
+                p.rotation[w * p.soft_bodies + c] = rotation
         world_sync()
     if p.warm_scaled == 0:
         return
@@ -546,43 +246,6 @@ def newton_assemble(
     block, thread = wp.tid()
     w, lane = world_index(block, thread)
     assemble_with_line_search(w, lane, m, b, s, p, it)
-
-
-@wp.func
-def minres_solve_world(
-    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, iterations: int
-) -> int:
-    """MINRES on world w's saddle system (right-hand side p.b, solution p.x), all ``iterations`` in this launch, or
-    until the preconditioned residual fell by s.linear_tolerance; returns the iterations run. Pass k = −1 preconditions
-    the right-hand side and starts the recurrence (one call site of the product and of the preconditioner)."""
-    n = m.particle_count
-    R = m.row_count
-    sc = MinresScalars()
-    done = iterations
-    alfa = float(0.0)
-    for k in range(-1, iterations):
-        r = p.b
-        if k >= 0:
-            saddle_product_world(w, lane, m, b, s, p, p.v, p.y, 0)
-            t = phase_clock(p)
-            alfa = minres_lanczos(w, lane, n, R, p.skip_start, p.skip_count, -1.0, sc, p.v, p.y, p.r1, p.r2)
-            world_sync()
-            phase_mark(w, lane, p, LANCZOS, t)
-            r = p.r2
-        saddle_preconditioner_world(w, lane, m, b, s, p, r, p.y)
-        t = phase_clock(p)
-        if k < 0:
-            sc = minres_start(w, lane, n, R, p.skip_start, p.skip_count, p.b, p.y, p.x, p.r1, p.r2, p.w1, p.w2, p.v)
-        else:
-            sc = minres_update(w, lane, n, R, p.skip_start, p.skip_count, alfa, sc, p.r2, p.y, p.v, p.w1, p.w2, p.x)
-        world_sync()
-        phase_mark(w, lane, p, UPDATE, t)
-        if k >= 0 and s.linear_tolerance > 0.0 and sc.phibar <= s.linear_tolerance * sc.beta1:
-            done = k + 1
-            break
-    if lane == 0:
-        store_scalars(sc, p.sc, w * SLOTS)
-    return done
 
 
 @wp.kernel

@@ -23,18 +23,24 @@ from .data import Jacobian, ModelData
 
 @wp.struct
 class StiffnessPattern:
-    """The block pattern of one world (softsnake/sim/stiffness.py builds it): block rows per particle (CSR
-    ``row_start``/``col``), each block's contributions (CSR ``contrib_start`` over ``contrib``: 16·tet + 4·a + b, and
-    ``contrib_gg``: g_a·g_b), and ``blocks`` per world (worlds · blocks) with ``rotated`` (worlds · tets · 4)
-    scratch."""
+    """The block pattern of one world in slices of ``slice_width`` block rows (softsnake/sim/stiffness.py,
+    sliced_layout): block j of particle p's row in slot ``row_first[p] + j · slice_width`` (``row_length[p]`` blocks,
+    in column order), its column ``col`` and contributions (CSR ``contrib_start`` over ``contrib``: 16·tet + 4·a + b,
+    and ``contrib_gg``: g_a·g_b) per slot; ``blocks`` the blocks' 9 entries per slot and world (``block_offset``) and
+    ``rotated`` (worlds · tets · 4) scratch. A slice is a warp's rows on a GPU (32), so that its lanes read their
+    j-th blocks from consecutive addresses, entry by entry; 1 on the CPU, which is CSR with each block's entries
+    together."""
 
-    blocks_per_world: int
-    row_start: wp.array(dtype=int)
+    slots_per_world: int
+    slice_width: int
+    row_first: wp.array(dtype=int)
+    row_length: wp.array(dtype=int)
     col: wp.array(dtype=int)
     contrib_start: wp.array(dtype=int)
     contrib: wp.array(dtype=int)
     contrib_gg: wp.array(dtype=float)
-    blocks: wp.array(dtype=wp.mat33)
+    blocks: wp.array(dtype=float)
+    block_matrices: wp.array(dtype=wp.mat33)  # ``blocks`` as 3×3 matrices, the same memory (read at slice_width 1)
     rotated: wp.array(dtype=wp.vec3)
 
 
@@ -58,8 +64,17 @@ def rotate_gradients(tid: int, m: ModelData, jac: Jacobian, rotated: wp.array(dt
 
 
 @wp.func
+def block_offset(w: int, k: int, sp: StiffnessPattern) -> int:
+    """Where entry (0, 0) of slot k's block of world w lies in ``sp.blocks``; entry (r, c) lies (3r + c)·slice_width
+    further: a slice's blocks are stored entry by entry, each entry of its slots together."""
+    lane = k & (sp.slice_width - 1)  # a power of two
+    return 9 * (w * sp.slots_per_world + k - lane) + lane
+
+
+@wp.func
 def assemble_block(w: int, k: int, m: ModelData, lame: wp.array(dtype=wp.vec2), sp: StiffnessPattern):
-    """Block k of world w: Σ over its contributions of λ' r_a r_bᵀ + μ' ((g_a·g_b) I + r_b r_aᵀ)."""
+    """Slot k's block of world w: Σ over its contributions of λ' r_a r_bᵀ + μ' ((g_a·g_b) I + r_b r_aᵀ), in order
+    (0 in a padding slot)."""
     K = wp.mat33()
     base = 4 * w * m.tet_count
     for c in range(sp.contrib_start[k], sp.contrib_start[k + 1]):
@@ -71,7 +86,70 @@ def assemble_block(w: int, k: int, m: ModelData, lame: wp.array(dtype=wp.vec2), 
         rb = sp.rotated[base + 4 * t + bb]
         l = lame[t]
         K += l[0] * wp.outer(ra, rb) + l[1] * (sp.contrib_gg[c] * wp.identity(n=3, dtype=float) + wp.outer(rb, ra))
-    sp.blocks[w * sp.blocks_per_world + k] = K
+    if sp.slice_width == 1:
+        sp.block_matrices[w * sp.slots_per_world + k] = K
+    else:
+        o = block_offset(w, k, sp)
+        for e in range(9):
+            sp.blocks[o + e * sp.slice_width] = K[e // 3, e % 3]
+
+
+@wp.func
+def csr_row_times(
+    matrices: wp.array(dtype=wp.mat33),
+    col: wp.array(dtype=int),
+    x: wp.array(dtype=wp.vec3),
+    xb: wp.vec4i,
+    base: int,
+    first: int,
+    end: int,
+) -> wp.vec3:
+    """Σ blocks · x over slots [first, end) of a row at slice width 1 (CSR): each block one 3×3 load from
+    ``matrices`` (StiffnessPattern.block_matrices, world slots from ``base``), which a CPU core reads fastest."""
+    acc = wp.vec3()
+    for k0 in range(first, end, batch_step(1)):
+        ks = lane_batch(0, k0, 1, end)
+        xs = gather_batch(x, gather_batch(col, ks) + xb)
+        for j in range(LANE_BATCH):
+            K = matrices[base + ks[j]]
+            if batch_holds(k0, j, 1, end):
+                acc += K * xs[j]
+    return acc
+
+
+@wp.func
+def sliced_row_times(
+    blocks: wp.array(dtype=float),
+    col: wp.array(dtype=int),
+    x: wp.array(dtype=wp.vec3),
+    xb: wp.vec4i,
+    o: int,
+    width: int,
+    first: int,
+    end: int,
+) -> wp.vec3:
+    """Σ blocks · x over a row's slots first, first + width, … before ``end`` in slices of ``width`` rows: slot k's
+    block has its entry (r, c) at o + 9k + (3r + c)·width in ``blocks`` (block_offset)."""
+    acc = wp.vec3()
+    for k0 in range(first, end, batch_step(width)):
+        ks = lane_batch(0, k0, width, end)
+        xs = gather_batch(x, gather_batch(col, ks) + xb)
+        for j in range(LANE_BATCH):
+            e = o + 9 * ks[j]
+            K = wp.mat33(
+                blocks[e],
+                blocks[e + width],
+                blocks[e + 2 * width],
+                blocks[e + 3 * width],
+                blocks[e + 4 * width],
+                blocks[e + 5 * width],
+                blocks[e + 6 * width],
+                blocks[e + 7 * width],
+                blocks[e + 8 * width],
+            )
+            if batch_holds(k0, j, width, end):
+                acc += K * xs[j]
+    return acc
 
 
 @wp.func
@@ -79,16 +157,12 @@ def block_row_times(
     w: int, p: int, particles_per_world: int, sp: StiffnessPattern, x: wp.array(dtype=wp.vec3)
 ) -> wp.vec3:
     """(A_el x) of particle p in world w: its block row times x, in column order. The row is read a batch of blocks
-    at a time, their columns first, so that a GPU lane waits twice per batch instead of once per block."""
-    acc = wp.vec3()
-    base = w * sp.blocks_per_world
+    at a time, their columns first, so that a GPU lane waits twice per batch instead of once per block; the two
+    layouts have a loop each (a branch per block inside one loop cost a CPU step ~10 %)."""
+    width = sp.slice_width
+    first = sp.row_first[p]
+    end = first + width * (sp.row_length[p] - 1) + 1  # past the row's last slot
     xb = wp.vec4i(w * particles_per_world)
-    end = sp.row_start[p + 1]
-    for k0 in range(sp.row_start[p], end, batch_step(1)):
-        ks = lane_batch(0, k0, 1, end)
-        xs = gather_batch(x, gather_batch(sp.col, ks) + xb)
-        for j in range(LANE_BATCH):
-            K = sp.blocks[base + ks[j]]
-            if batch_holds(k0, j, 1, end):
-                acc += K * xs[j]
-    return acc
+    if width == 1:
+        return csr_row_times(sp.block_matrices, sp.col, x, xb, w * sp.slots_per_world, first, end)
+    return sliced_row_times(sp.blocks, sp.col, x, xb, block_offset(w, first, sp) - 9 * first, width, first, end)

@@ -36,6 +36,7 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
     assert phases["iterations"] == 3 * 2 * 4 * 20  # three frames of two steps at 4 × 20
     shares = [p["share"] for p in phases["phases"].values()]
     assert min(shares) > 0.0 and abs(sum(shares) - 1.0) < 1e-9
+    assert list(record["profile"]["solve_phases_csr"]["phases"]) == list(phases["phases"])
     large = record["large"]  # the scene and bound of tests/test_large_world.py
     assert large["tets"] == 51_840 and max(abs(e) for e in large["sink_error_steps_31_40"]) < 1.9e-4
     assert [(r["loads"], r["block_sum"]) for r in record["floor"]["rows"]] == [
@@ -52,6 +53,7 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
     assert "Launches per solver step: slab 18, snake 22." in text and "slab: failed: RuntimeError" in text
     assert "One world of 51,840 tets" in text and "| each phase ends at |" in text
     assert "| product_particles |" in text  # the solve's phases (the stages' GPU times: CUDA only)
+    assert "CSR blocks: cycles per iteration" in text
     bad = subprocess.run(
         [sys.executable, "-P", str(ROOT / "benchmarks" / "gpu_report.py"), str(tmp_path / "missing.json")],
         capture_output=True,

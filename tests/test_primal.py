@@ -14,6 +14,7 @@ from helpers import TEST_DEVICE
 from softsnake.kernels import minres as kmr
 from softsnake.kernels import primal as kp
 from softsnake.sim.coarse_space import build_coarse_space
+from softsnake.sim.lane_layout import sliced_blocks, sliced_rows
 
 pytestmark = pytest.mark.skipif(TEST_DEVICE != "cpu", reason="dense column-by-column checks read device arrays")
 
@@ -143,10 +144,11 @@ def coarse_solve_kernel(
     node_first: wp.array(dtype=int),
     inverse_start: wp.array(dtype=int),
     inverse: wp.array(dtype=wp.vec4),
+    slice_width: int,
     rc: wp.array(dtype=wp.vec4),
     yc: wp.array(dtype=float),
 ):
-    kp.coarse_solve(wp.tid(), nodes, node_body, node_first, inverse_start, inverse, rc, yc)
+    kp.coarse_solve(wp.tid(), nodes, node_body, node_first, inverse_start, inverse, slice_width, rc, yc)
 
 
 def test_coarse_blocks_are_padded_to_whole_vec4s_and_solved_exactly():
@@ -177,26 +179,44 @@ def test_coarse_blocks_are_padded_to_whole_vec4s_and_solved_exactly():
     inv = cs.inverse.reshape(24, 24)
     pad_dofs = (3 * pad[:, None] + np.arange(3)).ravel()
     assert np.all(inv[pad_dofs] == 0.0) and np.all(inv[:, pad_dofs] == 0.0)
-    # the kernel's vec4 product against numpy, two worlds
+    # the kernel's vec4 product against numpy, two worlds, the block's rows whole (width 1) and in slices of 16 and 32
+    # rows (SolverConfig.slice_width: the same sums, so the same bits)
     rc = np.random.default_rng(0).normal(size=(2, 24)).astype(np.float32)
     rc[:, pad_dofs] = 0.0
-    yc = wp.zeros(48, dtype=float)
     rcw = wp.array(rc.ravel(), dtype=float)
-    wp.launch(
-        coarse_solve_kernel,
-        dim=48,
-        inputs=[
-            8,
-            wp.array(cs.node_body.astype(np.int32), dtype=int),
-            wp.array(cs.node_first.astype(np.int32), dtype=int),
-            wp.array((cs.inverse_start // 4).astype(np.int32), dtype=int),
-            wp.array(inv.astype(np.float32).reshape(-1, 4), dtype=wp.vec4),
-            wp.array(ptr=rcw.ptr, dtype=wp.vec4, shape=(12,), device=rcw.device),
-        ],
-        outputs=[yc],
-    )
+    out = []
+    for width in (1, 16, 32):
+        vec4s, starts = sliced_blocks(cs.inverse, cs.inverse_start, width)
+        assert len(vec4s) == starts[-1] == 6 * (-(-24 // width) * width)
+        yc = wp.zeros(48, dtype=float)
+        wp.launch(
+            coarse_solve_kernel,
+            dim=48,
+            inputs=[
+                8,
+                wp.array(cs.node_body.astype(np.int32), dtype=int),
+                wp.array(cs.node_first.astype(np.int32), dtype=int),
+                wp.array(starts.astype(np.int32), dtype=int),
+                wp.array(vec4s, dtype=wp.vec4),
+                width,
+                wp.array(ptr=rcw.ptr, dtype=wp.vec4, shape=(12,), device=rcw.device),
+            ],
+            outputs=[yc],
+        )
+        out.append(yc.numpy())
     expect = rc.astype(np.float64) @ inv.T
-    assert np.allclose(yc.numpy().reshape(2, 24), expect, rtol=1e-5, atol=1e-6 * np.abs(expect).max())
+    assert np.allclose(out[0].reshape(2, 24), expect, rtol=1e-5, atol=1e-6 * np.abs(expect).max())
+    assert np.array_equal(out[0], out[1]) and np.array_equal(out[0], out[2])
+    # a table in slices: entry (r, j) at ((r // w)·L + j)·w + r % w, the last slice padded
+    table = np.arange(7 * 3).reshape(7, 3)
+    sliced = sliced_rows(table, 4, fill=-1)
+    assert sliced.shape == (2 * 4 * 3,)
+    for r in range(7):
+        for j in range(3):
+            assert sliced[((r // 4) * 3 + j) * 4 + r % 4] == table[r, j]
+    assert np.sum(sliced == -1) == 3
+    with pytest.raises(ValueError, match="power of two"):
+        sliced_rows(table, 6)
 
 
 @pytest.mark.parametrize("fem", ["primal", "dual"])
@@ -221,6 +241,46 @@ def test_bad_solver_settings():
         ss.SolverConfig(fem="mixed")
     with pytest.raises(ValueError, match="coarse_cells"):
         ss.SolverConfig(coarse_cells=-1)
+    for width in (-32, 6, 128):
+        with pytest.raises(ValueError, match="slice_width"):
+            ss.SolverConfig(slice_width=width)
+
+
+def test_lane_major_layouts_hold_every_entry_and_leave_the_step_alone():
+    """The linear solve's tables in slices of rows (SolverConfig.slice_width; a warp's 32 rows on a GPU): every block
+    of the elastic matrix's CSR pattern sits in its row's slot j (kernels/stiffness.py), padding slots hold nothing,
+    and the snake's step (its elastic blocks, coarse nodes and coarse and rigid-body inverses all sliced) is the same
+    bit for bit at widths 1, 8 and 32 (260 particles: slices that end mid-mesh)."""
+    import dataclasses
+
+    from softsnake.robots.snake import SnakeConfig, build_snake
+    from softsnake.robots.snake_sim import SnakeSim
+    from softsnake.sim.stiffness import block_pattern, sliced_layout
+
+    cfg = SnakeConfig().with_coarse_mesh()
+    model = build_snake(cfg)[0].finalize()
+    pattern = block_pattern(model.tet_indices, model.particle_count, model.data.tet_rest_inverse.numpy())
+    sliced = sliced_layout(pattern, 32)
+    filled = np.zeros(sliced.slot_count, dtype=bool)
+    for p in range(model.particle_count):
+        csr = np.arange(pattern.row_start[p], pattern.row_start[p + 1])
+        slots = sliced.row_first[p] + 32 * np.arange(len(csr))
+        assert np.array_equal(sliced.col[slots], pattern.col[csr])
+        for k, c in zip(slots, csr, strict=True):
+            mine = slice(sliced.contrib_start[k], sliced.contrib_start[k + 1])
+            theirs = slice(pattern.contrib_start[c], pattern.contrib_start[c + 1])
+            assert np.array_equal(sliced.contrib[mine], pattern.contrib[theirs])
+        filled[slots] = True
+    assert np.all(np.diff(sliced.contrib_start)[~filled] == 0)
+    out = []
+    for width in (1, 8, 32):
+        run = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, slice_width=width))
+        sim = SnakeSim(worlds=2, device=TEST_DEVICE, config=run)
+        assert sim.solver.formulation.data.stiffness.slice_width == width
+        sim.set_pressure_targets(np.full(sim.links, 5.0))
+        sim.step(3)
+        out.append(sim.state.particle_q.numpy())
+    assert np.array_equal(out[0], out[1]) and np.array_equal(out[0], out[2])
 
 
 def test_friction_stays_in_its_cone_while_sliding_and_incomplete_states_are_refused():
@@ -417,7 +477,7 @@ def test_phase_timers_count_every_phase_and_leave_the_step_alone():
     whose order depends on the lanes' timing, docs/solver.md)."""
     import dataclasses
 
-    from softsnake.kernels.step_primal import SOLVE_PHASES
+    from softsnake.kernels.saddle import SOLVE_PHASES
     from softsnake.robots.snake import SnakeConfig
     from softsnake.robots.snake_sim import SnakeSim
 

@@ -73,7 +73,7 @@ def copy_worlds(dst: wp.array, src: wp.array, worlds: np.ndarray, world_count: i
 
 def list_chunk(device) -> int:
     """Entries of a list that one lane sums (a rigid body's incidences: kernels/world_rows.py, scatter_world_bodies; a
-    coarse node's particles: kernels/step_primal.py): LIST_CHUNK on a GPU, where a body glued by dozens of rows or a
+    coarse node's particles: kernels/saddle.py): LIST_CHUNK on a GPU, where a body glued by dozens of rows or a
     node over a hundred particles would keep one lane walking its list while the block waits; 0 (each list whole, in
     order) on the CPU, whose block has one lane."""
     return LIST_CHUNK if wp.get_device(device).is_cuda else 0

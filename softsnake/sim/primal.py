@@ -14,14 +14,16 @@ import warp as wp
 
 from softsnake.kernels import body_precond as kbp
 from softsnake.kernels import minres as kmr
+from softsnake.kernels import saddle as ksaddle
 from softsnake.kernels import step_body_blocks as kblocks
 from softsnake.kernels import step_primal as kstep
 from softsnake.kernels.data import ModelData
 from softsnake.kernels.stiffness import StiffnessPattern
 
 from .coarse_space import build_coarse_space, connected_labels, lame_parameters
+from .lane_layout import sliced_blocks, sliced_rows
 from .model import chunk_lists
-from .stiffness import block_pattern
+from .stiffness import block_pattern, sliced_layout
 
 
 def tet_scaled_lame(data: ModelData, h: float) -> np.ndarray:
@@ -82,7 +84,7 @@ class PrimalStep:
         i32 = lambda a: wp.array(np.asarray(a, dtype=np.int32), dtype=int, device=dev)  # noqa: E731
         vec = lambda: wp.zeros(W * n, dtype=wp.vec3, device=dev)  # noqa: E731
         row = lambda: wp.zeros(W * m.row_count, dtype=float, device=dev)  # noqa: E731
-        p = kstep.PrimalData()
+        p = ksaddle.PrimalData()
         # assembly sees the particles' effective inverse masses (Schur diagonals and FB/friction scaling); attachment
         # rows (a particle against a rigid body) the particle's two-level compliance, its body's collective motion
         # included: with the Jacobi mass alone the 25 attachments of a snake link's end face looked ~8× stiffer than
@@ -93,15 +95,18 @@ class PrimalStep:
         p.m_attach = self.attachment_data
         p.mass = f32(np.where(m.particle_inv_mass_host > 0, m.particle_mass, 0.0))
         p.tet_lame = wp.array(tet_scaled_lame(data, solver.dt).astype(np.float32), dtype=wp.vec2, device=dev)
-        pattern = block_pattern(m.tet_indices, n, data.tet_rest_inverse.numpy())
+        width = solver.config.slice_width or (32 if dev.is_cuda else 1)
+        pattern = sliced_layout(block_pattern(m.tet_indices, n, data.tet_rest_inverse.numpy()), width)
         sp = StiffnessPattern()
-        sp.blocks_per_world = pattern.block_count
-        sp.row_start, sp.col = i32(pattern.row_start), i32(pattern.col)
+        sp.slots_per_world, sp.slice_width = pattern.slot_count, width
+        sp.row_first, sp.row_length, sp.col = i32(pattern.row_first), i32(pattern.row_length), i32(pattern.col)
         sp.contrib_start, sp.contrib = i32(pattern.contrib_start), i32(pattern.contrib)
         sp.contrib_gg = f32(pattern.contrib_gg)
-        sp.blocks = wp.zeros(max(W * pattern.block_count, 1), dtype=wp.mat33, device=dev)
+        sp.blocks = wp.zeros(9 * max(W * pattern.slot_count, 1), dtype=float, device=dev)
+        sp.block_matrices = wp.array(ptr=sp.blocks.ptr, dtype=wp.mat33, shape=(sp.blocks.shape[0] // 9,), device=dev)
         sp.rotated = wp.zeros(max(4 * W * m.tet_count, 1), dtype=wp.vec3, device=dev)
         p.stiffness = sp
+        p.slice_width = width
         p.diag_v = f32(cs.diag)
         self.bodies = cs.body_count
         self.nodes = cs.node_count
@@ -116,8 +121,8 @@ class PrimalStep:
         )
         p.body_of_particle = i32(cs.body_of_particle)
         p.rest = wp.array(cs.rest.astype(np.float32), dtype=wp.vec3, device=dev)
-        p.node_index = i32(cs.node_index.ravel())
-        p.node_weight = f32(cs.node_weight.ravel())
+        p.node_index = i32(sliced_rows(cs.node_index, width, fill=-1))  # (kernels/primal.py, precondition_particle)
+        p.node_weight = f32(sliced_rows(cs.node_weight, width))
         p.node_particles = i32(cs.node_particles)
         p.node_weights = f32(cs.node_weights)
         chunk_start, chunk_first, chunk_end = chunk_lists(cs.node_start, m.list_chunk)
@@ -128,12 +133,9 @@ class PrimalStep:
         p.node_body = i32(cs.node_body if self.nodes else np.zeros(1))
         p.node_first = i32(cs.node_first)
         # the coarse solve reads each body's dense inverse and its part of rc as vec4s (blocks of 4·k nodes)
-        p.inverse_start = i32(cs.inverse_start // 4)
-        p.inverse = wp.array(
-            np.asarray(cs.inverse if cs.inverse.size else np.zeros(4), dtype=np.float32).reshape(-1, 4),
-            dtype=wp.vec4,
-            device=dev,
-        )
+        inverse, inverse_start = sliced_blocks(cs.inverse, cs.inverse_start, width)  # (kernels/primal.py, coarse_solve)
+        p.inverse_start = i32(inverse_start)
+        p.inverse = wp.array(inverse, dtype=wp.vec4, device=dev)
         p.rotation = wp.zeros(max(W * self.bodies, 1), dtype=wp.mat33, device=dev)
         self._rc = wp.zeros(max(3 * W * self.nodes, 4), dtype=float, device=dev)
         p.rc = self._rc
@@ -164,7 +166,7 @@ class PrimalStep:
         self.warm_scale = p.warm_scale
         p.momentum_balance = 1 if cfg.momentum_balance else 0
         p.phase_timing = 1 if cfg.phase_timing else 0
-        p.phase_cycles = wp.zeros(W * len(kstep.SOLVE_PHASES), dtype=wp.int64, device=dev)
+        p.phase_cycles = wp.zeros(W * len(ksaddle.SOLVE_PHASES), dtype=wp.int64, device=dev)
         self.has_bodies = m.body_count > 0
         self._setup_body_blocks(p)
         self.data = p
@@ -203,7 +205,11 @@ class PrimalStep:
         bb.max_dofs = int(dofs.max(initial=0))
         bb.floor = 1.0e-3
         p.bb = bb
-        p.H, p.H_inv = (wp.zeros(max(W * bb.block_size, 1), dtype=wp.float64, device=dev) for _ in range(2))
+        size = max(W * bb.block_size, 1)
+        p.H, p.H_inv = (wp.zeros(size, dtype=wp.float64, device=dev) for _ in range(2))
+        # with slices the factor writes H⁻¹ lane-major too, and the preconditioner reads that (kernels/body_precond.py)
+        p.H_inv_lanes = wp.zeros(size if p.slice_width > 1 else 1, dtype=wp.float64, device=dev)
+        p.H_inv_rows = p.H_inv_lanes if p.slice_width > 1 else p.H_inv
         p.H_jitter = wp.zeros(max(W * bb.clusters, 1), dtype=wp.float64, device=dev)
         p.H_chunk = wp.zeros(max(W * m.body_chunks * 6 * bb.max_dofs, 1), dtype=wp.float64, device=dev)
         p.y_body = wp.zeros(max(6 * W * nb, 1), dtype=float, device=dev)
@@ -250,7 +256,7 @@ class PrimalStep:
             extras["warm_start_scale"] = self.warm_scale.numpy().copy()
         if self.data.phase_timing:
             cycles = self.data.phase_cycles.numpy().reshape(self.s.model.worlds, -1)
-            extras["solve_phase_cycles"] = dict(zip(kstep.SOLVE_PHASES, cycles.T.copy()))
+            extras["solve_phase_cycles"] = dict(zip(ksaddle.SOLVE_PHASES, cycles.T.copy()))
         return extras
 
     # ------------------------------------------------------------- operators

@@ -113,6 +113,12 @@ class SolverConfig:
     #: at 65,536 / lanes (SOFTSNAKE_CUDA_MAX_REGISTERS, kernels/block.py), spilling the rest. A GPU experiment: the
     #: solve is ~80 % of a GPU step and bound by one multiprocessor's latency (benchmarks/gpu_check.py, blocks)
     solve_block_dim: int = 0
+    #: primal FEM: rows per slice of the linear solve's lane-major layouts (0: automatic, a warp's 32 on a GPU, 1 on
+    #: the CPU). Where each lane walks a list of its own (a particle's row of elastic blocks and its coarse nodes, a
+    #: coarse dof's or a rigid-body dof's row of a dense inverse), a slice of that many rows stores their j-th
+    #: entries side by side, so that a warp's lanes read consecutive addresses; 1 keeps each row's entries together,
+    #: as a CPU core reads fastest. A power of two; the step is the same bit for bit at any width
+    slice_width: int = 0
     #: "primal": tets are elastic forces of the positions and each Newton iteration solves the saddle-point system of
     #: particle velocities and the other rows' multipliers with two-level-preconditioned MINRES (docs/solver.md);
     #: "dual": tets are compliant rows like the others, solved with Jacobi-PCR on the multipliers
@@ -130,7 +136,7 @@ class SolverConfig:
     #: net thrust; docs/solver.md, "Momentum balance"); off: keep the truncated solve's velocities
     momentum_balance: bool = True
     #: primal FEM: count each world's clock cycles in the phases of the linear solve since the solver was built
-    #: (kernels/step_primal.py, SOLVE_PHASES; each phase then ends at a barrier of its own), read from
+    #: (kernels/saddle.py, SOLVE_PHASES; each phase then ends at a barrier of its own), read from
     #: ``diagnostics().extras["solve_phase_cycles"]``: where a GPU's time per iteration goes
     #: (benchmarks/profile_step.py)
     phase_timing: bool = False
@@ -163,6 +169,8 @@ class SolverConfig:
             raise ValueError(
                 f"solve_block_dim must be 0 (block_dim), 32, 64, 128, 256, 512 or 1024, got {self.solve_block_dim!r}"
             )
+        if isinstance(self.slice_width, bool) or self.slice_width not in (0, 1, 2, 4, 8, 16, 32, 64):
+            raise ValueError(f"slice_width must be 0 (automatic) or a power of two up to 64, got {self.slice_width!r}")
         if isinstance(self.coarse_cells, bool) or int(self.coarse_cells) != self.coarse_cells or self.coarse_cells < 0:
             raise ValueError(f"coarse_cells must be an integer ≥ 0, got {self.coarse_cells!r}")
         if (

@@ -1,11 +1,14 @@
 """Host side of the elastic block matrix of the primal step (kernels/stiffness.py): the pattern of 3×3 blocks, one per
-pair of particles that share a tet, and the tet-vertex contributions that each block sums."""
+pair of particles that share a tet, the tet-vertex contributions that each block sums, and the sliced layout in which
+the step stores the blocks (``sliced_layout``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+
+from .lane_layout import check_slice_width
 
 
 @dataclass
@@ -56,4 +59,58 @@ def block_pattern(tets: np.ndarray, particles: int, rest_inverse: np.ndarray) ->
         contrib_start=np.append(starts, len(i)),
         contrib=code,
         contrib_gg=gg,
+    )
+
+
+@dataclass
+class SlicedPattern:
+    """A pattern in slices of ``width`` block rows (the sliced ELLPACK layout of GPU sparse products, SELL-C): slice s
+    holds rows s·width … and ``width`` · (its longest row's length) slots, where block j of row p sits in slot
+    ``row_first[p] + j · width``, so the lanes of a warp that multiply ``width`` consecutive rows read their j-th
+    blocks (and columns) from consecutive slots. Slots past a row's end are padding: column 0, no contributions.
+    ``width`` = 1 is the plain CSR order. ``contrib_start`` (slots + 1,) indexes ``contrib``/``contrib_gg`` per slot."""
+
+    width: int
+    row_first: np.ndarray
+    row_length: np.ndarray
+    col: np.ndarray
+    contrib_start: np.ndarray
+    contrib: np.ndarray
+    contrib_gg: np.ndarray
+
+    @property
+    def slot_count(self) -> int:
+        return len(self.col)
+
+
+def sliced_layout(pattern: BlockPattern, width: int) -> SlicedPattern:
+    """``pattern`` in slices of ``width`` rows, a power of two (SlicedPattern); each block keeps its contributions in
+    order."""
+    check_slice_width(width)
+    length = np.diff(pattern.row_start)
+    rows = len(length)
+    slices = -(-rows // width)
+    longest = np.zeros(slices, dtype=np.int64)
+    np.maximum.at(longest, np.arange(rows) // width, length)
+    slice_start = width * np.concatenate([[0], np.cumsum(longest)])
+    row_first = slice_start[np.arange(rows) // width] + np.arange(rows) % width
+    slots = int(slice_start[-1])
+    # the CSR block (p, j) goes to slot row_first[p] + j · width
+    csr_row = np.repeat(np.arange(rows), length)
+    slot = row_first[csr_row] + (np.arange(len(pattern.col)) - pattern.row_start[csr_row]) * width
+    col = np.zeros(slots, dtype=np.int64)
+    col[slot] = pattern.col
+    count = np.zeros(slots, dtype=np.int64)
+    count[slot] = np.diff(pattern.contrib_start)
+    contrib_start = np.concatenate([[0], np.cumsum(count)])
+    # each block's contribution list, moved whole (in its order) to its slot's place in the slot order
+    take = np.argsort(np.repeat(slot, np.diff(pattern.contrib_start)), kind="stable")
+    return SlicedPattern(
+        width=width,
+        row_first=row_first,
+        row_length=length,
+        col=col,
+        contrib_start=contrib_start,
+        contrib=pattern.contrib[take],
+        contrib_gg=pattern.contrib_gg[take],
     )
