@@ -133,16 +133,6 @@ def batch_size() -> int:
 
 
 @wp.func
-def sliced_row(row: int, row_length: int, width: int) -> int:
-    """Where entry 0 of ``row`` lies in a table of rows of ``row_length`` entries stored in slices of ``width`` rows
-    (softsnake/sim/lane_layout.py, sliced_rows); entry j lies j·width further. A slice keeps its rows' entries j side
-    by side, so that the lanes of a warp, a row each, read consecutive addresses; width 1 is row-major. ``width`` is a
-    power of two (SolverConfig.slice_width), so a row's place in its slice is a bit mask, not a division."""
-    lane = row & (width - 1)
-    return (row - lane) * row_length + lane
-
-
-@wp.func
 def batch_step(lanes: int) -> int:
     """The stride of a lane's batched loop, ``for k0 in range(lane, count, batch_step(lanes))``."""
     return batch_size() * lanes
@@ -190,6 +180,16 @@ def gather_batch(a: wp.array(dtype=float), idx: wp.vec4i) -> wp.vec4:  # noqa: F
 def gather_batch(a: wp.array(dtype=int), idx: wp.vec4i) -> wp.vec4i:  # noqa: F811 (a Warp overload)
     """a at the batch's indices (index arrays)."""
     return wp.vec4i(a[idx[0]], a[idx[1]], a[idx[2]], a[idx[3]])
+
+
+@wp.func
+def sliced_row(row: int, row_length: int, width: int) -> int:
+    """Where entry 0 of ``row`` lies in a table of rows of ``row_length`` entries stored in slices of ``width`` rows
+    (softsnake/sim/lane_layout.py, sliced_rows); entry j lies j·width further. A slice keeps its rows' entries j side
+    by side, so that the lanes of a warp, a row each, read consecutive addresses; width 1 is row-major. ``width`` is a
+    power of two (SolverConfig.slice_width), so a row's place in its slice is a bit mask, not a division."""
+    lane = row & (width - 1)
+    return (row - lane) * row_length + lane
 
 
 @wp.func_native(

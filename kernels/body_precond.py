@@ -464,7 +464,7 @@ def cluster_inverse_column(
     (one lane per column, so that a preconditioner application is a product, one lane per row). With slices
     (``slice_width`` > 1, kernels/block.py) each final entry G[i, q] is also written to ``G_lanes`` at q·n + i: there
     entry (r, k) lies at k·n + r, so that the application's lanes, a row r each, read consecutive addresses
-    (``cluster_inverse_row``)."""
+    (``cluster_inverse_row``). Without, ``G_lanes`` is ``G`` itself and is not written twice."""
     n = bb.cluster_dofs[dof[0]]
     q = dof[2]
     base = w * bb.block_size + dof[1]

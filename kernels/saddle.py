@@ -89,8 +89,7 @@ class PrimalData:
     bb: BodyBlocks
     H: wp.array(dtype=wp.float64)  # per cluster H, then its Cholesky factor L
     H_inv: wp.array(dtype=wp.float64)  # per cluster H⁻¹, row-major
-    H_inv_lanes: wp.array(dtype=wp.float64)  # … lane-major, entry (r, k) at k·n + r, written with slices
-    H_inv_rows: wp.array(dtype=wp.float64)  # the one the preconditioner reads: H_inv_lanes with slices, else H_inv
+    H_inv_lanes: wp.array(dtype=wp.float64)  # H⁻¹ as the preconditioner reads it: with slices lane-major, else H_inv
     H_jitter: wp.array(dtype=wp.float64)  # per cluster, the pivots' jitter
     H_chunk: wp.array(dtype=wp.float64)  # H's rows summed per incidence chunk (worlds · chunks · 6 · max_dofs)
     y_body: wp.array(dtype=float)  # H⁻¹ f per body dof (6 per body)
@@ -270,7 +269,7 @@ def saddle_preconditioner_world(
         world_sync()
         scatter_world_bodies(w, lane, m, b, s, p.t_rows, p.f_body)
         for q in range(lane, 6 * b.body_count, lanes):  # y = H⁻¹ f, a row per lane
-            cluster_inverse_row(w, q, b, p.bb, p.H_inv_rows, p.slice_width, p.f_body, p.y_body)
+            cluster_inverse_row(w, q, b, p.bb, p.H_inv_lanes, p.slice_width, p.f_body, p.y_body)
         world_sync()
         for i in range(lane, b.body_count, lanes):
             body_mass_times_dofs(w, i, b, s.h, s.body_x_start, s.body_v, p.y_body, p.imp_body)

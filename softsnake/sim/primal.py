@@ -98,7 +98,7 @@ class PrimalStep:
         width = solver.config.slice_width or (32 if dev.is_cuda else 1)
         pattern = sliced_layout(block_pattern(m.tet_indices, n, data.tet_rest_inverse.numpy()), width)
         sp = StiffnessPattern()
-        sp.slots_per_world, sp.slice_width = pattern.slot_count, width
+        sp.slots_per_world, sp.slice_width = pattern.slot_count, pattern.width
         sp.row_first, sp.row_length, sp.col = i32(pattern.row_first), i32(pattern.row_length), i32(pattern.col)
         sp.contrib_start, sp.contrib = i32(pattern.contrib_start), i32(pattern.contrib)
         sp.contrib_gg = f32(pattern.contrib_gg)
@@ -207,9 +207,9 @@ class PrimalStep:
         p.bb = bb
         size = max(W * bb.block_size, 1)
         p.H, p.H_inv = (wp.zeros(size, dtype=wp.float64, device=dev) for _ in range(2))
-        # with slices the factor writes H⁻¹ lane-major too, and the preconditioner reads that (kernels/body_precond.py)
-        p.H_inv_lanes = wp.zeros(size if p.slice_width > 1 else 1, dtype=wp.float64, device=dev)
-        p.H_inv_rows = p.H_inv_lanes if p.slice_width > 1 else p.H_inv
+        # with slices the factor writes H⁻¹ lane-major too, and the preconditioner reads that; without, H⁻¹ itself
+        # (kernels/body_precond.py)
+        p.H_inv_lanes = wp.zeros(size, dtype=wp.float64, device=dev) if p.slice_width > 1 else p.H_inv
         p.H_jitter = wp.zeros(max(W * bb.clusters, 1), dtype=wp.float64, device=dev)
         p.H_chunk = wp.zeros(max(W * m.body_chunks * 6 * bb.max_dofs, 1), dtype=wp.float64, device=dev)
         p.y_body = wp.zeros(max(6 * W * nb, 1), dtype=float, device=dev)
