@@ -125,6 +125,17 @@ def contact_row0(m: ModelData, w: int, k: int) -> int:
     return family_row0(m, w, CONTACT, k)
 
 
+@wp.func
+def contact_slots_used(m: ModelData, jac: Jacobian, w: int) -> int:
+    """How many of world w's particle–shape contact slots this step's list filled: it fills them from the first on, a
+    run per particle in particle order (kernels/contact_list.py), so the last particle's run ends at the count."""
+    n = m.particle_count
+    if m.contact_count == 0 or n == 0:
+        return 0
+    last = w * n + n - 1
+    return jac.contact_first[last] + jac.contact_num[last]
+
+
 @wp.struct
 class BodyData:
     """Rigid bodies, particle–body attachments and joints (one world; replicated by index arithmetic)."""

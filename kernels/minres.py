@@ -4,11 +4,12 @@ Paige & Saunders (1975), in the form of scipy.sparse.linalg.minres: a Lanczos re
 product and Givens rotations that minimise the residual norm over the Krylov space. It needs only a symmetric operator
 (the saddle system is indefinite, so CG and CR do not apply) and a symmetric positive-definite preconditioner.
 
-Every vector is a pair (particle part vec3 per world·particle, row part float per world·row); the rows in the skipped
-range (the eliminated tet rows) are never touched and stay zero. The functions here are the vector work of one
-iteration for one world, shared by the lanes of its block (kernels/block.py): each lane walks the same indices in
-every loop, reductions are block sums in a fixed order, and the recurrence scalars (``MinresScalars``) are identical
-in every lane. The whole solve runs in one launch (``saddle.minres_solve_world`` in ``step_primal.newton_solve``).
+Every vector is a pair (particle part vec3 per world·particle, row part float per world·row); of the row part, the
+loops touch only a world's ``RowSet`` (not the eliminated tet rows, not the empty contact slots). The functions here
+are the vector work of one iteration for one world, shared by the lanes of its block (kernels/block.py): each lane
+walks the same indices in every loop, reductions are block sums in a fixed order, and the recurrence scalars
+(``MinresScalars``) are identical in every lane. The whole solve runs in one launch (``saddle.minres_solve_world`` in
+``step_primal.newton_solve``).
 """
 
 from typing import Any
@@ -48,26 +49,44 @@ class SaddleVector:
     l: wp.array(dtype=float)
 
 
-@wp.func
-def row_index(k: int, skip_start: int, skip_count: int) -> int:
-    """k-th row of a world that is not in the skipped range [skip_start, skip_start + skip_count) (the eliminated tet
-    rows, which stay zero in every vector)."""
-    if k < skip_start:
-        return k
-    return k + skip_count
+@wp.struct
+class RowSet:
+    """The rows of a world that the solve's vectors hold: the world's ``rows`` but two ranges, [gap_start,
+    gap_start + gap_count) and [tail_start, tail_start + tail_count) with gap_start + gap_count ≤ tail_start,
+    ``count`` rows in all (kernels/saddle.py, saddle_rows: the eliminated tet rows and the empty contact slots' rows).
+    The loops never read the vectors' entries on the two ranges; minres_start zeroes the solution's on the tail."""
+
+    rows: int
+    gap_start: int
+    gap_count: int
+    tail_start: int
+    tail_count: int
+    count: int
 
 
 @wp.func
-def row_batch(w: int, rows: int, k0: int, lanes: int, count: int, skip_start: int, skip_count: int) -> wp.vec4i:
-    """World w's row indices of a lane's next batch (``lane_batch``) in the loop over its ``count`` rows outside the
-    skipped range: rows row_index(k0 + j·lanes), the slots past the last row repeating it."""
-    ks = lane_batch(0, k0, lanes, count)
-    base = w * rows
+def row_index(k: int, rs: RowSet) -> int:
+    """The k-th row of a world in the row set (k < rs.count): the rows before each skipped range keep their index,
+    the rows after it move past it."""
+    r = k
+    if r >= rs.gap_start:
+        r += rs.gap_count
+    if r >= rs.tail_start:
+        r += rs.tail_count
+    return r
+
+
+@wp.func
+def row_batch(w: int, k0: int, lanes: int, rs: RowSet) -> wp.vec4i:
+    """World w's row indices of a lane's next batch (``lane_batch``) in the loop over the row set's rows: rows
+    row_index(k0 + j·lanes), the slots past the last row repeating it."""
+    ks = lane_batch(0, k0, lanes, rs.count)
+    base = w * rs.rows
     return wp.vec4i(
-        base + row_index(ks[0], skip_start, skip_count),
-        base + row_index(ks[1], skip_start, skip_count),
-        base + row_index(ks[2], skip_start, skip_count),
-        base + row_index(ks[3], skip_start, skip_count),
+        base + row_index(ks[0], rs),
+        base + row_index(ks[1], rs),
+        base + row_index(ks[2], rs),
+        base + row_index(ks[3], rs),
     )
 
 
@@ -192,9 +211,7 @@ def minres_start(
     w: int,
     lane: int,
     particles: int,
-    rows: int,
-    skip_start: int,
-    skip_count: int,
+    rs: RowSet,
     b: SaddleVector,
     y: SaddleVector,
     x: SaddleVector,
@@ -216,8 +233,8 @@ def minres_start(
         w1.v[i] = wp.vec3()
         w2.v[i] = wp.vec3()
         acc += wp.dot(bk, y.v[i])
-    for k in range(lane, rows - skip_count, world_lanes()):
-        i = w * rows + row_index(k, skip_start, skip_count)
+    for k in range(lane, rs.count, world_lanes()):
+        i = w * rs.rows + row_index(k, rs)
         b_ = b.l[i]
         x.l[i] = 0.0
         r1.l[i] = b_
@@ -235,9 +252,13 @@ def minres_start(
     for k in range(lane, particles, world_lanes()):
         i = w * particles + k
         v.v[i] = y.v[i] * f
-    for k in range(lane, rows - skip_count, world_lanes()):
-        i = w * rows + row_index(k, skip_start, skip_count)
+    for k in range(lane, rs.count, world_lanes()):
+        i = w * rs.rows + row_index(k, rs)
         v.l[i] = y.l[i] * f
+    # the solution is 0 on the tail too: the update adds it to every row that keeps a multiplier, and the tail's slots
+    # change from step to step
+    for k in range(lane, rs.tail_count, world_lanes()):
+        x.l[w * rs.rows + rs.tail_start + k] = 0.0
     return sc
 
 
@@ -246,9 +267,7 @@ def minres_lanczos(
     w: int,
     lane: int,
     particles: int,
-    rows: int,
-    skip_start: int,
-    skip_count: int,
+    rs: RowSet,
     row_sign: float,
     sc: MinresScalars,
     v: SaddleVector,
@@ -263,14 +282,14 @@ def minres_lanczos(
     if sc.oldb > 0.0:  # β_old is 0 in the first iteration (minres_start)
         c = sc.beta / sc.oldb
     lanes = world_lanes()
-    free = rows - skip_count
+    free = rs.count
     step = batch_step(lanes)
     acc = float(0.0)
     for k0 in range(lane, particles, step):
         idx = lane_batch(w * particles, k0, lanes, particles)
         acc = lanczos_subtract_batch(acc, idx, k0, lanes, particles, 1.0, c, v.v, y.v, r1.v)
     for k0 in range(lane, free, step):
-        idx = row_batch(w, rows, k0, lanes, free, skip_start, skip_count)
+        idx = row_batch(w, k0, lanes, rs)
         acc = lanczos_subtract_batch(acc, idx, k0, lanes, free, row_sign, c, v.l, y.l, r1.l)
     a = world_sum(acc)
     c2 = float(0.0)
@@ -279,7 +298,7 @@ def minres_lanczos(
     for k0 in range(lane, particles, step):
         lanczos_shift_batch(lane_batch(w * particles, k0, lanes, particles), k0, lanes, particles, c2, y.v, r1.v, r2.v)
     for k0 in range(lane, free, step):
-        idx = row_batch(w, rows, k0, lanes, free, skip_start, skip_count)
+        idx = row_batch(w, k0, lanes, rs)
         lanczos_shift_batch(idx, k0, lanes, free, c2, y.l, r1.l, r2.l)
     return a
 
@@ -289,9 +308,7 @@ def minres_update(
     w: int,
     lane: int,
     particles: int,
-    rows: int,
-    skip_start: int,
-    skip_count: int,
+    rs: RowSet,
     alfa: float,
     sc_in: MinresScalars,
     r2: SaddleVector,
@@ -307,13 +324,13 @@ def minres_update(
     sc = sc_in
     beta_old = sc.beta
     lanes = world_lanes()
-    free = rows - skip_count
+    free = rs.count
     step = batch_step(lanes)
     acc = float(0.0)
     for k0 in range(lane, particles, step):
         acc = dot_batch(acc, lane_batch(w * particles, k0, lanes, particles), k0, lanes, particles, r2.v, y.v)
     for k0 in range(lane, free, step):
-        acc = dot_batch(acc, row_batch(w, rows, k0, lanes, free, skip_start, skip_count), k0, lanes, free, r2.l, y.l)
+        acc = dot_batch(acc, row_batch(w, k0, lanes, rs), k0, lanes, free, r2.l, y.l)
     beta = wp.sqrt(wp.max(world_sum(acc), 0.0))
     oldeps = sc.eps
     delta = sc.cs * sc.dbar + sc.sn * alfa
@@ -353,7 +370,7 @@ def minres_update(
         idx = lane_batch(w * particles, k0, lanes, particles)
         update_batch(idx, k0, lanes, particles, oldeps, delta, ginv, phi, f, v.v, y.v, w1.v, w2.v, x.v)
     for k0 in range(lane, free, step):
-        idx = row_batch(w, rows, k0, lanes, free, skip_start, skip_count)
+        idx = row_batch(w, k0, lanes, rs)
         update_batch(idx, k0, lanes, free, oldeps, delta, ginv, phi, f, v.l, y.l, w1.l, w2.l, x.l)
     return sc
 

@@ -5,7 +5,7 @@ calling the element physics of kernels/schur.py and kernels/friction.py."""
 import warp as wp
 
 from .block import world_lanes
-from .data import CONTACT, DISTANCE, TET, BodyData, ModelData, StepData, family_element0
+from .data import CONTACT, DISTANCE, TET, BodyData, ModelData, StepData, contact_slots_used, family_element0
 from .friction import project_friction
 from .schur import assemble_particle_element, gather_particle_rows
 
@@ -218,6 +218,22 @@ def contact_gather(
     y: wp.array(dtype=float),
 ):
     particle_elements_gather(w, lane, family_element0(m, CONTACT), m.element_count, m, s, particle_impulse, x, y)
+
+
+@wp.func
+def live_contact_gather(
+    w: int,
+    lane: int,
+    m: ModelData,
+    s: StepData,
+    particle_impulse: wp.array(dtype=wp.vec3),
+    x: wp.array(dtype=float),
+    y: wp.array(dtype=float),
+):
+    """The contact family's gather on the slots this step's list filled only (contact_slots_used): the primal saddle
+    system leaves the empty slots' rows out (kernels/saddle.py, saddle_rows)."""
+    first = family_element0(m, CONTACT)
+    particle_elements_gather(w, lane, first, first + contact_slots_used(m, s.jac, w), m, s, particle_impulse, x, y)
 
 
 @wp.func

@@ -10,10 +10,11 @@ import warp as wp
 
 from .block import LANE_BATCH, batch_holds, batch_step, block_clock, gather_batch, lane_batch, world_lanes, world_sync
 from .body_precond import BodyBlocks, body_mass_times_dofs, cluster_inverse_row, woodbury_row
-from .data import BodyData, ModelData, StepData
+from .data import BodyData, ModelData, StepData, contact_row0, contact_slots_used
 from .minres import (
     SLOTS,
     MinresScalars,
+    RowSet,
     SaddleVector,
     minres_lanczos,
     minres_start,
@@ -21,8 +22,9 @@ from .minres import (
     row_batch,
     store_scalars,
 )
+from .particle_families import live_contact_gather
 from .primal import coarse_partial, coarse_restrict, coarse_solve, precondition_particle
-from .row_families import BODY_FAMILIES, WITHOUT_TETS
+from .row_families import BODY_FAMILIES, WITHOUT_TETS_AND_CONTACTS
 from .schur import particle_transpose_product
 from .stiffness import StiffnessPattern, block_row_times
 from .world_rows import body_rows_start, gather_world_rows, scatter_world_bodies
@@ -65,10 +67,9 @@ class PrimalData:
     rc: wp.array(dtype=float)
     rc4: wp.array(dtype=wp.vec4)  # rc as vec4s (the same memory)
     yc: wp.array(dtype=float)
-    # rows: the tets' rows are eliminated [skip_start, skip_start + skip_count)
+    # rows: the tets' rows are eliminated [skip_start, skip_start + skip_count) (saddle_rows)
     skip_start: int
     skip_count: int
-    free_rows: int
     # iterate and product buffers
     v_pred: wp.array(dtype=wp.vec3)
     dv: wp.array(dtype=wp.vec3)
@@ -156,6 +157,52 @@ def phase_mark(w: int, lane: int, p: PrimalData, phase: int, t0: wp.int64) -> wp
 
 
 @wp.func
+def multiplier_rows(m: ModelData, p: PrimalData) -> RowSet:
+    """The rows of a world that keep a multiplier (RowSet): all but the eliminated tet rows, whose multipliers each
+    assembly sets from the positions (their Δλ is 0: the stages that add Δλ to λ leave them out)."""
+    rs = RowSet()
+    rs.rows = m.row_count
+    rs.gap_start = p.skip_start
+    rs.gap_count = p.skip_count
+    rs.tail_start = m.row_count
+    rs.tail_count = 0
+    rs.count = rs.rows - rs.gap_count
+    return rs
+
+
+@wp.func
+def saddle_rows(w: int, m: ModelData, s: StepData, p: PrimalData) -> RowSet:
+    """The rows of world w's saddle system (RowSet): those that keep a multiplier (multiplier_rows) but the rows of
+    the contact slots that this step's list left empty. The list fills a world's slots from the first on, in particle
+    order (kernels/contact_list.py), so the empty ones are those past the last particle's run; their rows are
+    identity rows with a zero right-hand side (switch_off_contact_rows), whose unknowns stay 0, so leaving them out
+    changes no sum. Most slots are empty: the snake on its wheels uses ~50 of its 325."""
+    rs = multiplier_rows(m, p)
+    rs.tail_start = contact_row0(m, 0, contact_slots_used(m, s.jac, w))
+    rs.tail_count = contact_row0(m, 0, m.contact_count) - rs.tail_start
+    rs.count = rs.rows - rs.gap_count - rs.tail_count
+    return rs
+
+
+@wp.func
+def gather_saddle_rows(
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    x: wp.array(dtype=float),
+    y: wp.array(dtype=float),
+):
+    """y = J M⁻¹ (particle_impulse, body_impulse) + C x on the saddle system's rows of world w (saddle_rows): the
+    particle contacts on the slots in use, the other families but the tets whole; ends at a barrier."""
+    live_contact_gather(w, lane, m, s, particle_impulse, x, y)
+    gather_world_rows(w, lane, m, b, s, particle_impulse, body_impulse, x, y, WITHOUT_TETS_AND_CONTACTS)
+
+
+@wp.func
 def saddle_product_world(
     w: int,
     lane: int,
@@ -163,6 +210,7 @@ def saddle_product_world(
     b: BodyData,
     s: StepData,
     p: PrimalData,
+    rs: RowSet,
     x: SaddleVector,
     y: SaddleVector,
     negate_rows: int,
@@ -194,23 +242,30 @@ def saddle_product_world(
         world_sync()
     t = phase_mark(w, lane, p, PRODUCT_BODIES, t)
     if negate_rows != 0:
-        gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, p.g, WITHOUT_TETS)
-        R = m.row_count
-        for k0 in range(lane, p.free_rows, batch_step(lanes)):
-            idx = row_batch(w, R, k0, lanes, p.free_rows, p.skip_start, p.skip_count)
+        gather_saddle_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, p.g)
+        for k0 in range(lane, rs.count, batch_step(lanes)):
+            idx = row_batch(w, k0, lanes, rs)
             gs = gather_batch(p.g, idx)
             for j in range(LANE_BATCH):
-                if batch_holds(k0, j, lanes, p.free_rows):
+                if batch_holds(k0, j, lanes, rs.count):
                     y.l[idx[j]] = -gs[j]
         world_sync()
     else:
-        gather_world_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, y.l, WITHOUT_TETS)
+        gather_saddle_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, y.l)
     phase_mark(w, lane, p, PRODUCT_ROWS, t)
 
 
 @wp.func
 def saddle_preconditioner_world(
-    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, r: SaddleVector, z: SaddleVector
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    p: PrimalData,
+    rs: RowSet,
+    r: SaddleVector,
+    z: SaddleVector,
 ):
     """z = blockdiag(two-level A⁻¹ approximation, rows' preconditioner) r for world w: particles D⁻¹ + R P A_c⁻¹ Pᵀ Rᵀ;
     rows their Schur diagonal, or with rigid bodies (D + J_b M_b⁻¹ J_bᵀ)⁻¹ by the Woodbury identity
@@ -261,11 +316,11 @@ def saddle_preconditioner_world(
         first = body_rows_start(m)
         for k0 in range(lane, R - first, batch_step(lanes)):
             idx = lane_batch(w * R + first, k0, lanes, R - first)
-            rs = gather_batch(r.l, idx)
+            r_ = gather_batch(r.l, idx)
             ds = gather_batch(p.row_d, idx)
             for j in range(LANE_BATCH):
                 if batch_holds(k0, j, lanes, R - first):
-                    p.t_rows[idx[j]] = rs[j] / ds[j]
+                    p.t_rows[idx[j]] = r_[j] / ds[j]
         world_sync()
         scatter_world_bodies(w, lane, m, b, s, p.t_rows, p.f_body)
         for q in range(lane, 6 * b.body_count, lanes):  # y = H⁻¹ f, a row per lane
@@ -276,22 +331,22 @@ def saddle_preconditioner_world(
         world_sync()
         gather_world_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, BODY_FAMILIES)
         t = phase_mark(w, lane, p, PRECONDITION_BODIES, t)
-        for k0 in range(lane, p.free_rows, batch_step(lanes)):
-            idx = row_batch(w, R, k0, lanes, p.free_rows, p.skip_start, p.skip_count)
-            rs = gather_batch(r.l, idx)
+        for k0 in range(lane, rs.count, batch_step(lanes)):
+            idx = row_batch(w, k0, lanes, rs)
+            r_ = gather_batch(r.l, idx)
             us = gather_batch(p.u_rows, idx)
             ds = gather_batch(p.row_d, idx)
             for j in range(LANE_BATCH):
-                if batch_holds(k0, j, lanes, p.free_rows):
-                    z.l[idx[j]] = woodbury_row(rs[j], us[j], ds[j])
+                if batch_holds(k0, j, lanes, rs.count):
+                    z.l[idx[j]] = woodbury_row(r_[j], us[j], ds[j])
     else:
-        for k0 in range(lane, p.free_rows, batch_step(lanes)):
-            idx = row_batch(w, R, k0, lanes, p.free_rows, p.skip_start, p.skip_count)
-            rs = gather_batch(r.l, idx)
+        for k0 in range(lane, rs.count, batch_step(lanes)):
+            idx = row_batch(w, k0, lanes, rs)
+            r_ = gather_batch(r.l, idx)
             ds = gather_batch(s.diag, idx)
             for j in range(LANE_BATCH):
-                if batch_holds(k0, j, lanes, p.free_rows):
-                    z.l[idx[j]] = rs[j] / ds[j]
+                if batch_holds(k0, j, lanes, rs.count):
+                    z.l[idx[j]] = r_[j] / ds[j]
     world_sync()
     phase_mark(w, lane, p, PRECONDITION_ROWS, t)
 
@@ -304,25 +359,25 @@ def minres_solve_world(
     until the preconditioned residual fell by s.linear_tolerance; returns the iterations run. Pass k = −1 preconditions
     the right-hand side and starts the recurrence (one call site of the product and of the preconditioner)."""
     n = m.particle_count
-    R = m.row_count
+    rs = saddle_rows(w, m, s, p)
     sc = MinresScalars()
     done = iterations
     alfa = float(0.0)
     for k in range(-1, iterations):
         r = p.b
         if k >= 0:
-            saddle_product_world(w, lane, m, b, s, p, p.v, p.y, 0)
+            saddle_product_world(w, lane, m, b, s, p, rs, p.v, p.y, 0)
             t = phase_clock(p)
-            alfa = minres_lanczos(w, lane, n, R, p.skip_start, p.skip_count, -1.0, sc, p.v, p.y, p.r1, p.r2)
+            alfa = minres_lanczos(w, lane, n, rs, -1.0, sc, p.v, p.y, p.r1, p.r2)
             world_sync()
             phase_mark(w, lane, p, LANCZOS, t)
             r = p.r2
-        saddle_preconditioner_world(w, lane, m, b, s, p, r, p.y)
+        saddle_preconditioner_world(w, lane, m, b, s, p, rs, r, p.y)
         t = phase_clock(p)
         if k < 0:
-            sc = minres_start(w, lane, n, R, p.skip_start, p.skip_count, p.b, p.y, p.x, p.r1, p.r2, p.w1, p.w2, p.v)
+            sc = minres_start(w, lane, n, rs, p.b, p.y, p.x, p.r1, p.r2, p.w1, p.w2, p.v)
         else:
-            sc = minres_update(w, lane, n, R, p.skip_start, p.skip_count, alfa, sc, p.r2, p.y, p.v, p.w1, p.w2, p.x)
+            sc = minres_update(w, lane, n, rs, alfa, sc, p.r2, p.y, p.v, p.w1, p.w2, p.x)
         world_sync()
         phase_mark(w, lane, p, UPDATE, t)
         if k >= 0 and s.linear_tolerance > 0.0 and sc.phibar <= s.linear_tolerance * sc.beta1:

@@ -12,7 +12,14 @@ from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
 from .minres import BETA1, PHIBAR, SLOTS, SaddleVector, row_index
 from .primal import bilateral_row, fit_body_rotation, particle_residual, start_velocity, warm_start_scale
 from .rigid import apply_body_impulse
-from .saddle import PrimalData, minres_solve_world, saddle_preconditioner_world, saddle_product_world
+from .saddle import (
+    PrimalData,
+    minres_solve_world,
+    multiplier_rows,
+    saddle_preconditioner_world,
+    saddle_product_world,
+    saddle_rows,
+)
 from .stiffness import assemble_block, rotate_gradients
 from .world_rows import (
     apply_world_body_impulses,
@@ -45,7 +52,7 @@ def saddle_product(
     """The saddle operator on (x.v, x.l) for every world (saddle_product_world)."""
     block, thread = wp.tid()
     w, lane = world_index(block, thread)
-    saddle_product_world(w, lane, m, b, s, p, x, y, negate_rows)
+    saddle_product_world(w, lane, m, b, s, p, saddle_rows(w, m, s, p), x, y, negate_rows)
 
 
 @wp.kernel
@@ -64,7 +71,7 @@ def saddle_preconditioner(
     """The preconditioner on (r.v, r.l) for every world (saddle_preconditioner_world)."""
     block, thread = wp.tid()
     w, lane = world_index(block, thread)
-    saddle_preconditioner_world(w, lane, m, b, s, p, r, z)
+    saddle_preconditioner_world(w, lane, m, b, s, p, saddle_rows(w, m, s, p), r, z)
 
 
 # ------------------------------------------------------------------------------------------------ Newton step
@@ -92,19 +99,23 @@ def assemble_world(
     total = world_sum(acc)  # the rows' and the particles' parts
     if lane == 0:
         residual_sq[residual_base + w] = residual_sq[residual_base + w] + total
-    R = m.row_count
-    for k in range(lane, p.free_rows, world_lanes()):
-        i = w * R + row_index(k, p.skip_start, p.skip_count)
+    rs = saddle_rows(w, m, s, p)
+    for k in range(lane, rs.count, world_lanes()):
+        i = w * rs.rows + row_index(k, rs)
         p.b.l[i] = -s.rhs[i]
     world_sync()
 
 
 @wp.func
-def apply_world_update(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, x: wp.array(dtype=float)):
-    """λ += x on every row of world w and the bodies take J_bᵀx (the particles' part is the caller's)."""
-    R = m.row_count
-    for r in range(lane, R, world_lanes()):
-        s.lam[w * R + r] = s.lam[w * R + r] + x[w * R + r]
+def apply_world_update(
+    w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, x: wp.array(dtype=float)
+):
+    """λ += x on the rows of world w that keep a multiplier (multiplier_rows) and the bodies take J_bᵀx (the
+    particles' part is the caller's)."""
+    rows = multiplier_rows(m, p)
+    for k in range(lane, rows.count, world_lanes()):
+        i = w * rows.rows + row_index(k, rows)
+        s.lam[i] = s.lam[i] + x[i]
     world_sync()
     apply_world_body_impulses(w, lane, m, b, s, x)
 
@@ -112,11 +123,12 @@ def apply_world_update(w: int, lane: int, m: ModelData, b: BodyData, s: StepData
 @wp.func
 def halve_last_update(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData):
     """Take back half of the last Newton update (s.dlam, p.dv; the bodies through J_bᵀ), keeping the other half."""
-    R = m.row_count
-    for r in range(lane, R, world_lanes()):
-        s.back[w * R + r] = -0.5 * s.dlam[w * R + r]
+    rows = multiplier_rows(m, p)
+    for k in range(lane, rows.count, world_lanes()):
+        i = w * rows.rows + row_index(k, rows)
+        s.back[i] = -0.5 * s.dlam[i]
     world_sync()
-    apply_world_update(w, lane, m, b, s, s.back)
+    apply_world_update(w, lane, m, b, s, p, s.back)
     n = m.particle_count
     for i in range(lane, n, world_lanes()):
         k = w * n + i
@@ -191,10 +203,13 @@ def warm_start(
     if p.warm_scaled == 0:
         return
     R = m.row_count
+    multipliers = multiplier_rows(m, p)
+    rows = saddle_rows(w, m, s, p)
     contact_start = m.layout.row_start[CONTACT]
     contact_end = m.layout.row_start[CONTACT + 1]
     body_contact_start = m.layout.row_start[BODY_CONTACT]
-    for r in range(lane, R, lanes):
+    for k in range(lane, multipliers.count, lanes):
+        r = row_index(k, multipliers)
         carried = float(0.0)
         if bilateral_row(r, p.skip_start, p.skip_count, contact_start, contact_end, body_contact_start):
             carried = s.lam[w * R + r]
@@ -204,7 +219,7 @@ def warm_start(
     merit = wp.vec3()
     for k in range(3 * p.warm_scaled):  # s = 1, ½, 0: two probe steps of −½λ (a loop, not unrolled: one assembly)
         if k > 0:
-            apply_world_update(w, lane, m, b, s, p.warm_step)
+            apply_world_update(w, lane, m, b, s, p, p.warm_step)
         assemble_world(w, lane, m, b, s, p, 0, p.warm_res, 0)
         # the merit of the particles and the bilateral rows (a contact row's b_λ is φ/(∂φ/∂a), with ∂φ/∂a down to
         # 10⁻³ on a separating contact, which would swamp the sum), in a fixed order
@@ -212,8 +227,8 @@ def warm_start(
         for i in range(lane, n, lanes):
             bv = p.b.v[w * n + i]
             acc += wp.dot(bv, bv) / (p.diag_v[i] * p.diag_v[i])
-        for kk in range(lane, p.free_rows, lanes):
-            r = row_index(kk, p.skip_start, p.skip_count)
+        for kk in range(lane, rows.count, lanes):
+            r = row_index(kk, rows)
             if bilateral_row(r, p.skip_start, p.skip_count, contact_start, contact_end, body_contact_start):
                 g = p.b.l[w * R + r]
                 acc += g * g
@@ -224,10 +239,11 @@ def warm_start(
         for k in range(3):
             p.warm_merit[k * s.worlds + w] = merit[k]
     # λ's bilateral rows are now 0 (exactly: two halves of each): add s·λ_carried
-    for r in range(lane, R, lanes):
-        p.warm_step[w * R + r] = scale * p.warm_carried[w * R + r]
+    for k in range(lane, multipliers.count, lanes):
+        i = w * R + row_index(k, multipliers)
+        p.warm_step[i] = scale * p.warm_carried[i]
     world_sync()
-    apply_world_update(w, lane, m, b, s, p.warm_step)
+    apply_world_update(w, lane, m, b, s, p, p.warm_step)
 
 
 @wp.kernel
@@ -309,9 +325,9 @@ def newton_update(
             d = wp.vec3()
         p.dv[k] = d
         s.v[k] = s.v[k] + d
-    R = m.row_count
-    for r in range(lane, R, lanes):
-        k = w * R + r
+    rows = multiplier_rows(m, p)  # (the tets' Δλ is 0)
+    for kk in range(lane, rows.count, lanes):
+        k = w * rows.rows + row_index(kk, rows)
         dl = p.x.l[k]
         if converged:
             dl = 0.0
@@ -357,12 +373,12 @@ def finish(
                     if p.mass[i] > 0.0:
                         s.v[w * n + i] = s.v[w * n + i] + dv
         world_sync()
-    R = m.row_count
-    for r in range(lane, R, lanes):
-        s.dlam[w * R + r] = 0.0
+    rows = multiplier_rows(m, p)  # (the tets' Δλ is 0, so their part of the particles' Jᵀ is left out below)
+    for k in range(lane, rows.count, lanes):
+        s.dlam[w * rows.rows + row_index(k, rows)] = 0.0
     world_sync()
     project_world_cones(w, lane, m, b, s, N - 1, 1)
     if b.body_count > 0:
         scatter_world_bodies(w, lane, m, b, s, s.dlam, s.carried_body_impulse)
     if m.contact_count + m.particle_body_count > 0:
-        scatter_world_particles(w, lane, m, s, s.dlam, s.tet_force, 0, s.carried_impulse)
+        scatter_world_particles(w, lane, m, s, s.dlam, s.tet_force, 2, s.carried_impulse)

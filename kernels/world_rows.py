@@ -70,7 +70,8 @@ def scatter_world_particles(
     use_tet_force: int,
     impulse: wp.array(dtype=wp.vec3),
 ):
-    """impulse = Jᵀx per particle of world w (with use_tet_force = 1 the tets' part is read from ``tet_force``)."""
+    """impulse = Jᵀx per particle of world w (with use_tet_force = 1 the tets' part is read from ``tet_force``, with 2
+    it is left out: particle_transpose_product)."""
     for p in range(lane, m.particle_count, world_lanes()):
         impulse[w * m.particle_count + p] = particle_transpose_product(m, s.jac, x, tet_force, use_tet_force, w, p)
     world_sync()
@@ -118,7 +119,7 @@ def gather_world_rows(
     families: int,
 ):
     """y = J M⁻¹ (particle_impulse, body_impulse) + C x on the rows of world w of the families in the bit mask
-    ``families`` (row_families.ALL_FAMILIES, WITHOUT_TETS, BODY_FAMILIES)."""
+    ``families`` (row_families.ALL_FAMILIES, WITHOUT_TETS_AND_CONTACTS, BODY_FAMILIES)."""
     for f in range(wp.static(len(FAMILIES))):
         if (families >> f) & 1 != 0:
             wp.static(FAMILIES[f].gather)(w, lane, m, b, s, particle_impulse, body_impulse, x, y)

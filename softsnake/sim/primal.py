@@ -141,8 +141,10 @@ class PrimalStep:
         p.rc = self._rc
         p.rc4 = wp.array(ptr=self._rc.ptr, dtype=wp.vec4, shape=(self._rc.shape[0] // 4,), device=dev)  # a view of rc
         p.yc = wp.zeros(max(3 * W * self.nodes, 1), dtype=float, device=dev)
+        # the eliminated tet rows; the rows of empty contact slots, after them, are left out per world and step
+        # (kernels/saddle.py, saddle_rows)
+        assert m.rows["tet"].end <= m.rows["contact"].offset, "saddle_rows needs the tet rows before the contact rows"
         p.skip_start, p.skip_count = m.rows["tet"].offset, m.rows["tet"].rows
-        p.free_rows = m.row_count - p.skip_count  # rows per world that keep a multiplier
         p.v_pred, p.dv, p.mass_xv = vec(), vec(), vec()
         p.g = row()
         # MINRES vectors (particle part, row part)
@@ -276,16 +278,21 @@ class PrimalStep:
 
     def dense(self, apply) -> tuple[np.ndarray, np.ndarray]:
         """The matrix of a linear map on (particle vec3, row) pairs, such as ``matvec`` or ``precondition``, over the
-        saddle system's unknowns (particle dofs, then the rows that keep a multiplier) of a one-world model, and their
-        positions in the flattened (3·particles + rows) vector. One application per unknown: for diagnostics and
+        saddle system's unknowns (particle dofs, then its rows: not the eliminated tet rows, not the rows of the contact
+        slots this step left empty) of a one-world model, and their positions in the flattened (3·particles + rows)
+        vector. One application per unknown: for diagnostics and
         tests."""
         m = self.s.model
         if m.worlds != 1:
             raise ValueError(f"dense() takes a one-world model, this one has {m.worlds}")
         n, R = m.particle_count, m.row_count
         keep = np.ones(R, dtype=bool)
-        tet = m.rows["tet"]
+        tet, contact = m.rows["tet"], m.rows["contact"]
         keep[tet.offset : tet.end] = False  # the eliminated tet rows
+        if m.contact_count and n:  # the empty contact slots' rows (kernels/saddle.py, saddle_rows)
+            jac = self.s.data.jac
+            used = int(jac.contact_first.numpy()[n - 1] + jac.contact_num.numpy()[n - 1])
+            keep[contact.offset + contact.rows_per_element * used : contact.end] = False
         index = np.concatenate([np.arange(3 * n), 3 * n + np.nonzero(keep)[0]])
         xv, yv = (wp.zeros(n, dtype=wp.vec3, device=m.device) for _ in range(2))
         xl, yl = (wp.zeros(R, dtype=float, device=m.device) for _ in range(2))
