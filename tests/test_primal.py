@@ -288,34 +288,44 @@ def test_empty_contact_slots_stay_out_of_the_solve():
     saddle_rows): identity rows with a zero right-hand side, so leaving them out changes nothing. A slab lands and is
     thrown up again, so that slots fill and empty; with one slot per particle (most of them empty) and with as many
     slots as the landing fills, every step is the same bit for bit, and once the slab is in the air no contact row
-    holds a multiplier or a solution entry."""
+    holds a multiplier or a solution entry. Each world leaves out its own empty slots: a batch of the thrown slab
+    beside one left on the ground repeats the two single runs bit for bit."""
     from softsnake.scenes import soft_slab_on_ground
 
-    runs, filled = [], []
-    capacity = None
-    for _ in range(2):
+    def run(worlds, throw, capacity=None):
+        """22 steps; at step 10 the worlds with throw[w] get 1 m/s upwards (the last pair leaves the list 9 steps
+        later, 4 cm up). Returns the positions per step, the slots in use per step and world, and the solver."""
         model = soft_slab_on_ground(cells=(7, 2, 3), size=(0.07, 0.02, 0.03), drop=0.002).finalize(
-            TEST_DEVICE, contact_capacity=capacity
+            TEST_DEVICE, worlds=worlds, contact_capacity=capacity
         )
         solver = ss.Solver(model)
         state = model.state()
+        n = model.particle_count
+        kick = np.repeat(np.array(throw, dtype=np.float32), n)[:, None] * np.array([0.0, 0.0, 1.0], np.float32)
         q, used = [], []
         for k in range(22):
-            if k == 10:  # thrown up at 1 m/s: the last pair leaves the list 9 steps later, 4 cm up
-                state.particle_qd.assign(state.particle_qd.numpy() + np.array([0.0, 0.0, 1.0], dtype=np.float32))
+            if k == 10:
+                state.particle_qd.assign(state.particle_qd.numpy() + kick)
             solver.step(state)
-            q.append(state.particle_q.numpy())
+            q.append(state.particle_q.numpy().reshape(worlds, n, 3))
             jac = solver.data.jac
-            used.append(int(jac.contact_first.numpy()[-1] + jac.contact_num.numpy()[-1]))
-        contact = model.rows["contact"]
-        assert not np.any(solver.lam.numpy()[contact.offset : contact.end])
-        assert not np.any(solver.formulation.x[1].numpy()[contact.offset : contact.end])
-        runs.append(np.array(q))
-        filled.append(used)
-        capacity = max(used)
+            ends = (jac.contact_first.numpy() + jac.contact_num.numpy()).reshape(worlds, n)[:, -1]
+            used.append(ends.tolist())
+        return np.array(q), np.array(used), solver
+
+    thrown, used, solver = run(1, [True])
+    model = solver.model
+    contact = model.rows["contact"]
+    assert not np.any(solver.lam.numpy()[contact.offset : contact.end])
+    assert not np.any(solver.formulation.x[1].numpy()[contact.offset : contact.end])
     # the landing fills 48 of the 96 slots, the flight none
-    assert filled[0] == filled[1] and max(filled[0]) == 48 and filled[0][-1] == 0 and model.particle_count == 96
-    assert np.array_equal(runs[0], runs[1])
+    assert used.max() == 48 and used[-1, 0] == 0 and model.particle_count == 96
+    tight, tight_used, _ = run(1, [True], capacity=int(used.max()))
+    assert np.array_equal(tight_used, used) and np.array_equal(tight, thrown)
+    resting, _, _ = run(1, [False])
+    batch, batch_used, _ = run(2, [True, False])
+    assert batch_used[-1].tolist() == [0, 48]
+    assert np.array_equal(batch[:, 0], thrown[:, 0]) and np.array_equal(batch[:, 1], resting[:, 0])
 
 
 def test_friction_stays_in_its_cone_while_sliding_and_incomplete_states_are_refused():
