@@ -308,9 +308,7 @@ def test_empty_contact_slots_stay_out_of_the_solve():
                 state.particle_qd.assign(state.particle_qd.numpy() + kick)
             solver.step(state)
             q.append(state.particle_q.numpy().reshape(worlds, n, 3))
-            jac = solver.data.jac
-            ends = (jac.contact_first.numpy() + jac.contact_num.numpy()).reshape(worlds, n)[:, -1]
-            used.append(ends.tolist())
+            used.append(solver.contact_list.slots_used().tolist())
         return np.array(q), np.array(used), solver
 
     thrown, used, solver = run(1, [True])

@@ -111,6 +111,16 @@ class ContactList:
         K = self.s.model.contact_count
         return {int(w): int(over[w]) + K for w in np.nonzero(over)[0]}
 
+    def slots_used(self) -> np.ndarray:
+        """Slots per world that the last list filled (a host read): it fills a world's slots from the first on, a run
+        per particle in particle order, so the last particle's run ends at the count (the device's reading:
+        kernels/data.py, contact_slots_used)."""
+        m, jac = self.s.model, self.s.data.jac
+        if m.contact_count == 0 or m.particle_count == 0:
+            return np.zeros(m.worlds, dtype=int)
+        ends = jac.contact_first.numpy() + jac.contact_num.numpy()
+        return ends.reshape(m.worlds, m.particle_count)[:, -1].astype(int)
+
     def carried_arrays(self) -> dict:
         jac = self.s.data.jac
         return dict(

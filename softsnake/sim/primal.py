@@ -289,10 +289,8 @@ class PrimalStep:
         keep = np.ones(R, dtype=bool)
         tet, contact = m.rows["tet"], m.rows["contact"]
         keep[tet.offset : tet.end] = False  # the eliminated tet rows
-        if m.contact_count and n:  # the empty contact slots' rows (kernels/saddle.py, saddle_rows)
-            jac = self.s.data.jac
-            used = int(jac.contact_first.numpy()[n - 1] + jac.contact_num.numpy()[n - 1])
-            keep[contact.offset + contact.rows_per_element * used : contact.end] = False
+        used = int(self.s.contact_list.slots_used()[0])
+        keep[contact.offset + contact.rows_per_element * used : contact.end] = False  # empty slots (saddle_rows)
         index = np.concatenate([np.arange(3 * n), 3 * n + np.nonzero(keep)[0]])
         xv, yv = (wp.zeros(n, dtype=wp.vec3, device=m.device) for _ in range(2))
         xl, yl = (wp.zeros(R, dtype=float, device=m.device) for _ in range(2))
