@@ -25,14 +25,15 @@ def test_mass_properties_from_shapes():
     )
 
 
-def rolling_wheel(gravity, mu_wheel, seconds=1.0, hh=0.02):
+def rolling_wheel(gravity, mu_wheel, seconds=1.0, hh=0.02, rim_contact=True):
     """A solid cylinder (r = 5 cm, axis along world −y) on μ = 1 ground at the budget; its poses and twists per step."""
     b = ss.ModelBuilder(gravity=gravity)
     r = 0.05
     wheel = b.add_body((0.0, 0.0, r), rot=(S, 0.0, 0.0, S))  # cylinder axis (local z) along world −y
-    b.add_shape_cylinder(wheel, r, hh, mu=mu_wheel, density=500.0)
+    b.add_shape_cylinder(wheel, r, hh, mu=mu_wheel, density=500.0, rim_contact=rim_contact)
     b.add_ground_plane(mu=1.0)
     model = b.finalize(device=TEST_DEVICE)
+    assert model.feature_count == (18 if rim_contact else 2)  # each cap rim's deepest point (+ 16 rim samples)
     state = model.state()
     solver = ss.Solver(model)  # h = 1/120 s, 4 Newton × 20
     n = int(round(seconds / solver.dt))
@@ -62,6 +63,19 @@ def test_cylinder_rolls_down_incline_without_slipping():
     assert vs[-1, 4] * r == pytest.approx(v[-1], rel=1.1e-5)  # ω about y: rolling along +x
     assert np.abs(vs[:, 0] - vs[:, 4] * r).max() < 1e-4  # the contact point does not slip
     assert np.abs(xs[:, 2] - r).max() < 6.7e-7  # stays on the ground
+
+
+def test_upright_wheel_without_rim_samples_rolls_the_same():
+    """The rim samples act only against a surface within 45° of facing a cap: leaving them out of a wheel that rolls
+    down the incline (rim_contact=False, 16 contact slots fewer) changes no bit of its motion."""
+    gravity = tilted_gravity(0.3, "x")
+    for a, b in zip(rolling_wheel(gravity, 1.0, 0.25), rolling_wheel(gravity, 1.0, 0.25, rim_contact=False)):
+        assert np.array_equal(a, b)
+    builder = ss.ModelBuilder()
+    with pytest.raises(ValueError, match="on a body"):
+        builder.add_shape_cylinder(-1, 0.05, 0.02, rim_contact=False)
+    with pytest.raises(ValueError, match="true or false"):
+        builder.add_shape_cylinder(builder.add_body((0.0, 0.0, 0.1)), 0.05, 0.02, rim_contact="no")
 
 
 # tan θ = 0.31: above the pair's μ = √0.05 = 0.22 in the weak direction, below 1 in the strong one; the wheel is wide

@@ -334,6 +334,25 @@ def test_checkpoint_resumes_bit_identically(tmp_path):
         SnakeSim(worlds=1, config=cfg).restore(snapshot)
 
 
+def test_wheels_without_rim_samples_change_no_step(tmp_path):
+    """The wheels leave out a cylinder's rim samples (SnakeConfig.wheel_rim_contacts = False: 60 rigid-body contact
+    slots instead of 220), which act only on a wheel tipped over by ~45°: the gait gives the same bits with them. A
+    checkpoint written before the option existed (no such key in its configuration) resumes with them."""
+    cfg = coarse()
+    assert SnakeSim(worlds=1, config=cfg).model.body_contact_count == 60
+    with_rims = dataclasses.replace(cfg, wheel_rim_contacts=True)
+    sim = SnakeSim(worlds=1, config=with_rims)
+    assert sim.model.body_contact_count == 220
+    gait = OpenLoopGait(phi=0.3)
+    run_gait(gait, 0.4, sim=sim)
+    assert np.array_equal(run_gait(gait, 0.4, config=cfg).com, run_gait(gait, 0.4, config=with_rims).com)
+    arrays = dict(np.load(sim.save(tmp_path / "snake.npz")))
+    arrays["config_toml"] = np.array(str(arrays["config_toml"]).replace("wheel_rim_contacts = true\n", ""))
+    np.savez(tmp_path / "older.npz", **arrays)
+    resumed = SnakeSim.load(tmp_path / "older.npz")
+    assert resumed.config == with_rims and np.array_equal(resumed.body_poses(), sim.body_poses())
+
+
 @pytest.mark.slow  # 60 s of gait take ~3 min on 2 CPU cores: .ci/run runs the slow tests when the main run leaves time
 def test_sixty_seconds_of_gait_stay_finite():
     cfg = coarse(sections=3)

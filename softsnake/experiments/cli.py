@@ -108,19 +108,10 @@ FRAMES_PER_GAIT_PERIOD = 4
 
 def _resumed_config(path):
     """The configuration and world count of checkpoint ``path``, read without building the snake (format checked)."""
-    import tomllib
+    from softsnake.robots.snake_sim import read_checkpoint
 
-    from softsnake.io.arrays import read_npz
-    from softsnake.robots.snake import SnakeConfig
-    from softsnake.robots.snake_sim import check_checkpoint_format
-
-    data = read_npz(path, "checkpoint")
-    check_checkpoint_format(data, path)
-    try:
-        cfg = SnakeConfig.from_dict(tomllib.loads(str(data["config_toml"])), source=str(path))
-        return cfg, int(json.loads(str(data["meta"]))["worlds"])
-    except (KeyError, TypeError, ValueError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"checkpoint {str(path)!r} is damaged: {exc}") from None
+    _, cfg, meta = read_checkpoint(path)
+    return cfg, meta["worlds"]
 
 
 def gait_from_lists(args, cfg):

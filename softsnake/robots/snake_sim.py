@@ -319,19 +319,7 @@ class SnakeSim:
         """Resume a checkpoint written by :meth:`save` (on ``device``, default the CPU; ``solver``: a SolverConfig to
         continue with instead of the saved one, e.g. another iteration budget). ValueError naming the file when it is
         unreadable, damaged, not a snake checkpoint or written in another checkpoint format."""
-        from softsnake.io.arrays import read_npz
-
-        path = Path(path)
-        data = read_npz(path, "checkpoint")
-        check_checkpoint_format(data, path)
-        import tomllib
-
-        try:
-            table = tomllib.loads(str(data["config_toml"]))
-            meta = json.loads(str(data["meta"]))
-        except (KeyError, ValueError) as exc:
-            raise ValueError(f"checkpoint {str(path)!r} is damaged: {exc}") from None
-        config = SnakeConfig.from_dict(table, source=str(path))
+        data, config, meta = read_checkpoint(path)
         if solver is not None:
             config = dataclasses.replace(config, solver=solver)
         sim = cls(worlds=meta["worlds"], device=device or "cpu", config=config)
@@ -347,6 +335,28 @@ class SnakeSim:
             f"SnakeSim(worlds={self.worlds}, device={self.device}, particles/snake={c['particles']}, "
             f"tets/snake={c['tets']}, h={self.config.h:.5f} s × {self.config.substeps} per frame)"
         )
+
+
+def read_checkpoint(path) -> tuple[dict, SnakeConfig, dict]:
+    """The arrays of checkpoint ``path``, the SnakeConfig they were written with and their metadata (``worlds``,
+    ``frame``), without building the snake. ValueError naming the file when it is unreadable, damaged, not a snake
+    checkpoint or written in another checkpoint format."""
+    import tomllib
+
+    from softsnake.io.arrays import read_npz
+
+    data = read_npz(path, "checkpoint")
+    check_checkpoint_format(data, path)
+    try:
+        table = tomllib.loads(str(data["config_toml"]))
+        meta = json.loads(str(data["meta"]))
+        meta["worlds"] = int(meta["worlds"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"checkpoint {str(path)!r} is damaged: {exc}") from None
+    if isinstance(table.get("snake"), dict):
+        # written in this format before SnakeConfig.wheel_rim_contacts existed: its wheels had the rim samples
+        table["snake"].setdefault("wheel_rim_contacts", True)
+    return data, SnakeConfig.from_dict(table, source=str(path)), meta
 
 
 def check_checkpoint_format(data: dict, path) -> None:

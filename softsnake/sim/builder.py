@@ -226,12 +226,22 @@ class ModelBuilder(RigidBuilderMixin):
         density: float = 1000.0,
         body_contact: bool = True,
         particle_contact: bool = True,
+        rim_contact: bool = True,
     ) -> int:
         """Cylinder of ``radius`` and ``half_height`` [m] around its local z axis (rotate with ``rot``). On a body,
-        mu = (μ along the axis, μ across it), e.g. (1.0, 0.05) for a wheel that rolls freely but grips sideways."""
+        mu = (μ along the axis, μ across it), e.g. (1.0, 0.05) for a wheel that rolls freely but grips sideways.
+
+        A body's cylinder touches other surfaces at the deepest point of each cap's rim (exact rolling) and, to stand
+        on a cap, at 16 rim samples used only against a surface within 45° of facing a cap. ``rim_contact=False``
+        leaves the samples out, 16 contact slots (48 rows) fewer per target shape: for a wheel held upright by its
+        axle, which never stands on a cap (a body's cylinder only; a static one has no contact features)."""
         params = np.array([check.positive("radius", radius), check.positive("half_height", half_height), 0.0])
+        if not isinstance(rim_contact, (bool, np.bool_)):
+            raise ValueError(f"rim_contact must be true or false, got {rim_contact!r}")
+        if not rim_contact and int(body) == -1:
+            raise ValueError("rim_contact=False applies to a cylinder on a body (a static cylinder has no rim samples)")
         return self._add_any_shape(
-            ShapeType.CYLINDER, body, pos, rot, params, mu, density, (body_contact, particle_contact)
+            ShapeType.CYLINDER, body, pos, rot, params, mu, density, (body_contact, particle_contact, rim_contact)
         )
 
     def add_shape_sphere(

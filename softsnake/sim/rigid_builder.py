@@ -113,8 +113,9 @@ class RigidBuilderMixin:
         q = self.body_q[body]
         return q[:3], q[3:]
 
-    def _add_body_shape(self, kind, body, pos, rot, params, mu, density, contact=(True, True)) -> int:
-        body_contact, particle_contact = (bool(c) for c in contact)
+    def _add_body_shape(self, kind, body, pos, rot, params, mu, density, contact=(True, True, True)) -> int:
+        """``contact``: (body_contact, particle_contact[, rim_contact]) as in ModelBuilder.add_shape_cylinder."""
+        body_contact, particle_contact, rim_contact = (bool(c) for c in (*contact, True)[:3])
         self.body_shapes.append(
             dict(
                 type=int(kind),
@@ -126,6 +127,7 @@ class RigidBuilderMixin:
                 density=density,
                 body_contact=body_contact,
                 particle_contact=particle_contact,
+                rim_contact=rim_contact,
             )
         )
         return len(self.body_shapes) - 1
@@ -341,9 +343,10 @@ def body_shape_features(shape: dict) -> list[tuple[np.ndarray, np.ndarray, float
         rho = 0.05 * float(np.min(p))
         corners = np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1])).T.reshape(-1, 3)
         return [(c + R @ (s * (p - rho)), z, rho, 0) for s in corners]
-    # cylinder: two cap supports (exact rolling) + 8 rim samples per cap (stable standing on a cap, see kind 2)
+    # cylinder: two cap supports (exact rolling) + 8 rim samples per cap (stable standing on a cap, see kind 2; left
+    # out with rim_contact=False)
     feats = [(c + s * p[1] * z, z, p[0], 1) for s in (-1, 1)]
-    for s in (-1, 1):
+    for s in (-1, 1) if shape.get("rim_contact", True) else ():
         for a in np.linspace(0, 2 * np.pi, 8, endpoint=False):
             feats.append((c + R @ np.array([p[0] * np.cos(a), p[0] * np.sin(a), s * p[1]]), z, 0.0, 2))
     return feats
