@@ -33,8 +33,10 @@ class Stopped(BaseException):
         self.signum = int(signum)
 
 
-#: the stop signal received during the running command, if any: library code that catches every Exception (e.g.
-#: matplotlib's optional 3-D import) can swallow a Stopped that Python wrapped, so a command also checks this at its end
+#: the stop signals (Ctrl-C included) received during the running command: library code that catches every Exception
+#: (e.g. matplotlib's optional 3-D import) can swallow a Stopped that Python wrapped, and Python drops a
+#: KeyboardInterrupt raised inside a destructor (a Warp array's ``__del__``), so a command also checks this at its end
+#: and a long one between its batches (raise_if_stopped)
 _received: list[int] = []
 
 
@@ -43,10 +45,20 @@ def _raise_stopped(signum, frame):
     raise Stopped(signum)
 
 
-def _raise_if_stopped() -> None:
-    """Raise the Stopped of a stop signal the running command received but some library swallowed."""
-    if _received:
-        raise Stopped(_received[0])
+def _raise_interrupt(signum, frame):
+    """Ctrl-C: Python's KeyboardInterrupt, remembered."""
+    _received.append(int(signum))
+    raise KeyboardInterrupt
+
+
+def raise_if_stopped() -> None:
+    """Raise again the KeyboardInterrupt or Stopped of a signal the running command received but that was swallowed
+    on its way (nothing when none came)."""
+    if not _received:
+        return
+    if _received[0] == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Stopped(_received[0])
 
 
 def _stop_behind(exc: BaseException | None) -> Stopped | None:
@@ -64,7 +76,8 @@ def _stop_behind(exc: BaseException | None) -> Stopped | None:
 @contextlib.contextmanager
 def _stop_on_signals():
     """SIGTERM (what a cluster scheduler or ``kill`` sends) and SIGHUP (a closed terminal) end a command the way Ctrl-C
-    does. A signal the caller ignores (``nohup``) stays ignored; the previous handlers come back afterwards."""
+    does, and all three are remembered (raise_if_stopped). A signal the caller ignores (``nohup``) stays ignored; the
+    previous handlers come back afterwards."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -73,6 +86,8 @@ def _stop_on_signals():
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if sig is not None and signal.getsignal(sig) is signal.SIG_DFL:
             saved[sig] = signal.signal(sig, _raise_stopped)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        saved[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_interrupt)
     try:
         yield
     finally:
@@ -135,12 +150,13 @@ def _run(args, check_only: bool) -> int:
     args.out_final = final  # the folder the user named, for messages; args.<stage> becomes the staging folder
     if final is None:
         status = int(args.func(args) or 0)
-        _raise_if_stopped()
+        if status == 0:  # (a command that ends otherwise, e.g. a sweep stopped between batches, said so itself)
+            raise_if_stopped()
         return status
     with staged_dir(final) as tmp:
         setattr(args, stage, tmp)
         status = int(args.func(args) or 0)
-        _raise_if_stopped()  # before the outputs are published
+        raise_if_stopped()  # before the outputs are published
         return status
 
 
@@ -194,4 +210,8 @@ def _stopped(stop: Stopped) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # ``python -m softsnake.cli`` runs this file as __main__; the commands import softsnake.cli, a second copy whose
+    # signal record and Stopped class must be the ones in use
+    from softsnake.cli import main as package_main
+
+    sys.exit(package_main())

@@ -374,3 +374,31 @@ def test_a_stop_signal_a_library_swallows_still_stops_the_command(tmp_path, monk
     monkeypatch.setattr(cli_module, "build_parser", lambda: Parser())
     assert cli_module.main(["info"]) == 143
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_ctrl_c_python_drops_in_a_destructor_still_stops_the_command(tmp_path, monkeypatch):
+    """Python reports and drops a KeyboardInterrupt raised inside a destructor ("Exception ignored in: ... __del__"):
+    seen in a CI run, where a sweep's Ctrl-C landed in a Warp array's ``__del__`` and the sweep ran on to a complete
+    table, exit 0. The command still ends like Ctrl-C when its work returns, exit 130, its outputs not published."""
+    from softsnake import cli as cli_module
+
+    class Collected:
+        def __del__(self):
+            cli_module._raise_interrupt(signal.SIGINT, None)  # the handler, as if Ctrl-C came during the destructor
+
+    def command(args):
+        (args.out / "table.csv").write_text("written before the interrupt was noticed\n")
+        dropped = Collected()
+        del dropped  # Python passes the KeyboardInterrupt to sys.unraisablehook and goes on
+
+    args = cli_module.build_parser().parse_args(["info"])
+    args.func, args.check, args.stage, args.out = command, (lambda a: None), "out", tmp_path / "D"
+
+    class Parser:
+        def parse_args(self, argv):
+            return args
+
+    monkeypatch.setattr(cli_module, "build_parser", lambda: Parser())
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: None)
+    assert cli_module.main(["info"]) == 130
+    assert list(tmp_path.iterdir()) == []

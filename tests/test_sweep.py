@@ -95,6 +95,33 @@ def test_an_interrupted_sweep_resumes_without_redoing_finished_batches(local, tm
     assert (out / "sweep.csv").read_text() == table
 
 
+def test_a_ctrl_c_dropped_during_a_batch_stops_the_sweep_after_it(local, tmp_path, capfd, monkeypatch):
+    """A Ctrl-C that Python drops (raised inside a destructor, as a Warp array's ``__del__`` in a CI run) stops the
+    sweep at the end of the batch it came in: that batch saved, no table, exit 130 (softsnake.cli.raise_if_stopped)."""
+    from softsnake import cli as cli_module
+    from softsnake.experiments import sweep as sweep_module
+
+    run_batch = sweep_module.run_batch
+
+    class Collected:
+        def __del__(self):
+            cli_module._raise_interrupt(signal.SIGINT, None)
+
+    def interrupted_batch(batch, device="cpu"):
+        result = run_batch(batch, device)
+        dropped = Collected()
+        del dropped  # Python passes the KeyboardInterrupt to sys.unraisablehook and goes on
+        return result
+
+    monkeypatch.setattr(sweep_module, "run_batch", interrupted_batch)
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: None)
+    spec, _ = local
+    out = tmp_path / "out"
+    code, _, err = cli(["sweep", spec, "--out", out, "--processes", "0", "--quiet"], capfd)
+    assert code == 130 and any("interrupted; 1 of 3 batches are saved" in line for line in err), err
+    assert len(list((out / "batches").glob("*.json"))) == 1 and not (out / "sweep.csv").exists()
+
+
 def test_a_folder_of_another_sweep_is_refused(local, tmp_path, capfd):
     spec, _ = local
     out = tmp_path / "out"

@@ -257,7 +257,7 @@ def check_sweep_command(args) -> None:
 def run_sweep_command(args) -> int:
     import signal
 
-    from softsnake.cli import EXIT_INTERRUPTED, Stopped
+    from softsnake.cli import EXIT_INTERRUPTED, Stopped, raise_if_stopped
     from softsnake.cli_args import RunTimeNotice
     from softsnake.experiments.sweep import batches, plot_sweep, run_sweep, write_table
 
@@ -274,6 +274,7 @@ def run_sweep_command(args) -> int:
 
     def progress(done, count):
         nonlocal bar
+        raise_if_stopped()  # a signal swallowed during the last batch stops the sweep here, that batch saved
         notice(done, count)
         if args.quiet or args.json:
             return
@@ -287,6 +288,7 @@ def run_sweep_command(args) -> int:
         rows, computed = run_sweep(
             spec, out, processes=args.processes, ray_address=args.ray, device=args.device, on_batch=progress
         )
+        raise_if_stopped()  # no table from a sweep whose stop was swallowed after its last batch
     except (KeyboardInterrupt, Stopped) as stop:
         if bar is not None:
             bar.close()
