@@ -15,6 +15,21 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_ENV = ROOT / "examples" / "vinemap_environment.json"
 
 
+class _CollectedDuringCtrlC:
+    def __del__(self):
+        from softsnake import cli as cli_module
+
+        cli_module._raise_interrupt(signal.SIGINT, None)  # the command's handler, as if Ctrl-C came in the destructor
+
+
+def drop_ctrl_c() -> None:
+    """A Ctrl-C that Python drops: its KeyboardInterrupt raised inside a destructor, which Python hands to
+    ``sys.unraisablehook`` and goes on (seen in CI, in a Warp array's ``__del__``). Patch ``sys.unraisablehook`` in
+    the test, or pytest reports it."""
+    dropped = _CollectedDuringCtrlC()
+    del dropped
+
+
 def cli(argv, capfd):
     """(exit status, stdout, stderr lines) of ``softsnake argv`` run through ``main`` (fd-level capture, so lines
     that native code writes to the stderr descriptor are seen too)."""

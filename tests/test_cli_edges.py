@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from cli_helpers import ROOT, cli, fails, run_python, signal_during_explore
+from cli_helpers import ROOT, cli, drop_ctrl_c, fails, run_python, signal_during_explore
 
 ASSETS = ROOT / "assets" / "vine"
 
@@ -99,9 +99,11 @@ def test_ignored_hangup_stays_ignored():
         with cli_module._stop_on_signals():
             assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
             assert signal.getsignal(signal.SIGTERM) is cli_module._raise_stopped
+            assert signal.getsignal(signal.SIGINT) is cli_module._raise_interrupt  # Ctrl-C remembered too
     finally:
         signal.signal(signal.SIGHUP, previous)
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_output_folder_holds_only_the_last_runs_files(tmp_path, capfd):
@@ -382,14 +384,9 @@ def test_a_ctrl_c_python_drops_in_a_destructor_still_stops_the_command(tmp_path,
     table, exit 0. The command still ends like Ctrl-C when its work returns, exit 130, its outputs not published."""
     from softsnake import cli as cli_module
 
-    class Collected:
-        def __del__(self):
-            cli_module._raise_interrupt(signal.SIGINT, None)  # the handler, as if Ctrl-C came during the destructor
-
     def command(args):
         (args.out / "table.csv").write_text("written before the interrupt was noticed\n")
-        dropped = Collected()
-        del dropped  # Python passes the KeyboardInterrupt to sys.unraisablehook and goes on
+        drop_ctrl_c()
 
     args = cli_module.build_parser().parse_args(["info"])
     args.func, args.check, args.stage, args.out = command, (lambda a: None), "out", tmp_path / "D"
@@ -402,3 +399,23 @@ def test_a_ctrl_c_python_drops_in_a_destructor_still_stops_the_command(tmp_path,
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: None)
     assert cli_module.main(["info"]) == 130
     assert list(tmp_path.iterdir()) == []
+
+
+def test_bench_writes_no_table_after_a_dropped_ctrl_c(tmp_path, monkeypatch, capfd):
+    """``softsnake bench`` writes its table at the end, outside a staged folder: a Ctrl-C that Python dropped during
+    the runs (inside a destructor) ends it before the table, exit 130."""
+    from softsnake.experiments import bench
+
+    measure = bench.bench_snakes
+
+    def bench_snakes(*args, **kwargs):
+        row = measure(*args, **kwargs)
+        drop_ctrl_c()
+        return row
+
+    monkeypatch.setattr(bench, "bench_snakes", bench_snakes)
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: None)
+    table = tmp_path / "bench.csv"
+    code, _, err = cli(["bench", "--coarse", "--snakes", "0.25", "--frames", "1", "--json", "--csv", table], capfd)
+    assert code == 130 and err[-1] == "softsnake: interrupted; no output was written", err
+    assert not table.exists()

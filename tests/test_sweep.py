@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from cli_helpers import cli, fails
+from cli_helpers import cli, drop_ctrl_c, fails
 from softsnake.experiments.sweep import kept_signal_handlers, load_spec, run_sweep, write_table
 
 SPEC = """
@@ -98,19 +98,13 @@ def test_an_interrupted_sweep_resumes_without_redoing_finished_batches(local, tm
 def test_a_ctrl_c_dropped_during_a_batch_stops_the_sweep_after_it(local, tmp_path, capfd, monkeypatch):
     """A Ctrl-C that Python drops (raised inside a destructor, as a Warp array's ``__del__`` in a CI run) stops the
     sweep at the end of the batch it came in: that batch saved, no table, exit 130 (softsnake.cli.raise_if_stopped)."""
-    from softsnake import cli as cli_module
     from softsnake.experiments import sweep as sweep_module
 
     run_batch = sweep_module.run_batch
 
-    class Collected:
-        def __del__(self):
-            cli_module._raise_interrupt(signal.SIGINT, None)
-
     def interrupted_batch(batch, device="cpu"):
         result = run_batch(batch, device)
-        dropped = Collected()
-        del dropped  # Python passes the KeyboardInterrupt to sys.unraisablehook and goes on
+        drop_ctrl_c()
         return result
 
     monkeypatch.setattr(sweep_module, "run_batch", interrupted_batch)

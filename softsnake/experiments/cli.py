@@ -419,6 +419,9 @@ def run_bench_command(args) -> int:
                 f"MB | paper total {paper[2] if paper else '-'} ms",
                 flush=True,
             )
+    from softsnake.cli import raise_if_stopped
+
+    raise_if_stopped()  # a stop swallowed during the runs: no table or plot from them
     if args.json:
         print(json.dumps(rows, indent=2))
     if args.csv:

@@ -291,6 +291,9 @@ def run_fit_command(args) -> int:
             wall_seconds=res.seconds,
             seed=args.seed,
         )
+    from softsnake.cli import raise_if_stopped
+
+    raise_if_stopped()  # a stop swallowed during the fit: no parameter file from it
     _write_params_toml(out, args.model, res.params, meta)
     print(json.dumps(dict(model=args.model, params=res.params, **meta), indent=1))
     return 0
