@@ -350,43 +350,31 @@ def test_a_stop_signal_wrapped_by_python_still_stops_the_command():
         cli_module.build_parser = original
 
 
-def test_a_stop_signal_a_library_swallows_still_stops_the_command(tmp_path, monkeypatch):
-    """Matplotlib's optional 3-D import catches every Exception, so a SIGTERM that lands inside it as a wrapped stop
-    (above) is swallowed and the import goes on (seen in a CI run: exit 0 and a complete output). The command still
-    ends like a stop when its work returns, exit 143, and its outputs are not published."""
+def swallowed_sigterm() -> None:
+    """A SIGTERM that lands inside matplotlib's optional 3-D import: the stop, wrapped by Python in a RuntimeError
+    (above), is caught with every Exception and the import goes on."""
+    from softsnake import cli as cli_module
+
+    try:
+        try:
+            cli_module._raise_stopped(signal.SIGTERM, None)
+        except cli_module.Stopped as stop:
+            raise RuntimeError("Error calling __set_name__") from stop
+    except Exception:
+        pass  # what matplotlib/projections/__init__.py does with a failed optional import
+
+
+@pytest.mark.parametrize("swallow, code", [(swallowed_sigterm, 143), (drop_ctrl_c, 130)])
+def test_a_stop_signal_swallowed_on_its_way_still_stops_the_command(tmp_path, monkeypatch, swallow, code):
+    """Two ways a stop went missing in CI runs: a SIGTERM inside matplotlib's optional 3-D import (exit 0 and a
+    complete output), and a Ctrl-C inside a Warp array's ``__del__``, which Python reports and drops (a sweep ran on
+    to a complete table). The command still ends like the stop when its work returns, exit 143 or 130, and its
+    outputs are not published."""
     from softsnake import cli as cli_module
 
     def command(args):
         (args.out / "table.csv").write_text("written before the stop was noticed\n")
-        try:
-            try:
-                cli_module._raise_stopped(signal.SIGTERM, None)
-            except cli_module.Stopped as stop:
-                raise RuntimeError("Error calling __set_name__") from stop
-        except Exception:
-            pass  # what matplotlib/projections/__init__.py does with a failed optional import
-
-    args = cli_module.build_parser().parse_args(["info"])
-    args.func, args.check, args.stage, args.out = command, (lambda a: None), "out", tmp_path / "D"
-
-    class Parser:
-        def parse_args(self, argv):
-            return args
-
-    monkeypatch.setattr(cli_module, "build_parser", lambda: Parser())
-    assert cli_module.main(["info"]) == 143
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_a_ctrl_c_python_drops_in_a_destructor_still_stops_the_command(tmp_path, monkeypatch):
-    """Python reports and drops a KeyboardInterrupt raised inside a destructor ("Exception ignored in: ... __del__"):
-    seen in a CI run, where a sweep's Ctrl-C landed in a Warp array's ``__del__`` and the sweep ran on to a complete
-    table, exit 0. The command still ends like Ctrl-C when its work returns, exit 130, its outputs not published."""
-    from softsnake import cli as cli_module
-
-    def command(args):
-        (args.out / "table.csv").write_text("written before the interrupt was noticed\n")
-        drop_ctrl_c()
+        swallow()
 
     args = cli_module.build_parser().parse_args(["info"])
     args.func, args.check, args.stage, args.out = command, (lambda a: None), "out", tmp_path / "D"
@@ -397,7 +385,7 @@ def test_a_ctrl_c_python_drops_in_a_destructor_still_stops_the_command(tmp_path,
 
     monkeypatch.setattr(cli_module, "build_parser", lambda: Parser())
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: None)
-    assert cli_module.main(["info"]) == 130
+    assert cli_module.main(["info"]) == code
     assert list(tmp_path.iterdir()) == []
 
 
