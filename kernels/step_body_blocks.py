@@ -16,8 +16,9 @@ from .body_precond import (
     cluster_jitter,
 )
 from .data import BodyData, ModelData, StepData
+from .minres import row_index
 from .row_families import FAMILIES
-from .saddle import PrimalData
+from .saddle import PrimalData, saddle_rows
 
 wp.set_module_options({**STAGE_MODULE_OPTIONS, "max_unroll": 0})
 
@@ -39,9 +40,10 @@ def factor_body_blocks(
     w, lane = world_index(block, thread)
     lanes = world_lanes()
     bb = p.bb
-    R = m.row_count
-    for r in range(lane, R, lanes):
-        p.row_d[w * R + r] = s.diag[w * R + r]
+    rows = saddle_rows(w, m, s, p)  # the rows the solve sees: the preconditioner reads D on these alone
+    for k in range(lane, rows.count, lanes):
+        i = w * rows.rows + row_index(k, rows)
+        p.row_d[i] = s.diag[i]
     world_sync()
     for f in range(wp.static(len(FAMILIES))):  # D and the weight 1/D of every row acting on a body
         wp.static(FAMILIES[f].body_row_d)(w, lane, m, b, s, bb, p.row_d, p.t_rows)

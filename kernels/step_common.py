@@ -6,7 +6,7 @@ import warp as wp
 
 from .block import STAGE_MODULE_OPTIONS, world_index, world_lanes, world_scan, world_sync
 from .contact_list import ContactListData, clear_contact_slot, contact_list_offsets, list_contact_candidates
-from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
+from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData, contact_row0, contact_slots_used
 from .integrate import finalize_particle, predict_particle, start_multiplier
 from .rigid import finalize_body, predict_body
 from .world_rows import contacts_world, linearise_world_rows
@@ -143,15 +143,15 @@ def collide(
     lanes = world_lanes()
     n = m.particle_count
     K = m.contact_count
-    R = m.row_count
     for k in range(lane, K, lanes):
         c.old_shape[w * K + k] = s.jac.contact_shape[w * K + k]
         c.old_lam_n[w * K + k] = s.contact_lam_n_prev[w * K + k]
     for p in range(lane, n, lanes):
         c.old_first[w * n + p] = s.jac.contact_first[w * n + p]
         c.old_num[w * n + p] = s.jac.contact_num[w * n + p]
-    for r in range(lane, R, lanes):
-        c.lam_prev[w * R + r] = s.lam[w * R + r]
+    first = contact_row0(m, w, 0)
+    for r in range(lane, 3 * contact_slots_used(m, s.jac, w), lanes):  # the last step's contacts' multipliers
+        c.lam_prev[first + r] = s.lam[first + r]
     world_sync()
     world_candidates(w, lane, m, s, c, 0)  # count
     world_sync()
