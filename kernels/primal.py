@@ -259,13 +259,10 @@ def precondition_particle(
 
 
 @wp.func
-def bilateral_row(
-    r: int, skip_start: int, skip_count: int, contact_start: int, contact_end: int, body_contact_start: int
-) -> bool:
-    """Row r of a world keeps a bilateral multiplier (distance, attachment, joint): not a tet row, not a contact row."""
-    tet = r >= skip_start and r < skip_start + skip_count
-    contact = (r >= contact_start and r < contact_end) or r >= body_contact_start
-    return not (tet or contact)
+def bilateral_row(r: int, contact_start: int, contact_end: int, body_contact_start: int) -> bool:
+    """Row r of a world's rows that keep a multiplier (the tet rows are not among them: saddle.multiplier_rows) is
+    bilateral (distance, attachment, joint): not a contact row."""
+    return not ((r >= contact_start and r < contact_end) or r >= body_contact_start)
 
 
 @wp.func

@@ -149,9 +149,9 @@ def collide(
     for p in range(lane, n, lanes):
         c.old_first[w * n + p] = s.jac.contact_first[w * n + p]
         c.old_num[w * n + p] = s.jac.contact_num[w * n + p]
-    first = contact_row0(m, w, 0)
-    for r in range(lane, 3 * contact_slots_used(m, s.jac, w), lanes):  # the last step's contacts' multipliers
-        c.lam_prev[first + r] = s.lam[first + r]
+    # the multipliers of the last step's contacts: the rows of its filled slots
+    for i in range(contact_row0(m, w, 0) + lane, contact_row0(m, w, contact_slots_used(m, s.jac, w)), lanes):
+        c.lam_prev[i] = s.lam[i]
     world_sync()
     world_candidates(w, lane, m, s, c, 0)  # count
     world_sync()

@@ -211,7 +211,7 @@ def warm_start(
     for k in range(lane, multipliers.count, lanes):
         r = row_index(k, multipliers)
         carried = float(0.0)
-        if bilateral_row(r, p.skip_start, p.skip_count, contact_start, contact_end, body_contact_start):
+        if bilateral_row(r, contact_start, contact_end, body_contact_start):
             carried = s.lam[w * R + r]
         p.warm_carried[w * R + r] = carried
         p.warm_step[w * R + r] = -0.5 * carried
@@ -229,7 +229,7 @@ def warm_start(
             acc += wp.dot(bv, bv) / (p.diag_v[i] * p.diag_v[i])
         for kk in range(lane, rows.count, lanes):
             r = row_index(kk, rows)
-            if bilateral_row(r, p.skip_start, p.skip_count, contact_start, contact_end, body_contact_start):
+            if bilateral_row(r, contact_start, contact_end, body_contact_start):
                 g = p.b.l[w * R + r]
                 acc += g * g
         merit[k] = world_sum(acc)
