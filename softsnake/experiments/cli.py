@@ -106,14 +106,6 @@ def progress_bar(desc: str, quiet: bool, prog: str = "softsnake"):
 FRAMES_PER_GAIT_PERIOD = 4
 
 
-def _resumed_config(path):
-    """The configuration and world count of checkpoint ``path``, read without building the snake (format checked)."""
-    from softsnake.robots.snake_sim import read_checkpoint
-
-    _, cfg, meta = read_checkpoint(path)
-    return cfg, meta["worlds"]
-
-
 def gait_from_lists(args, cfg):
     """The gait of ``--omega/--alpha/--phi/--amplitude``, each one value or a comma-separated list of one per world:
     ``args.worlds`` is set to the lists' length when not given (or read from a checkpoint)."""
@@ -159,7 +151,10 @@ def check_gait_command(args) -> None:
             raise ValueError(
                 f"--resume continues the checkpoint's snakes with their configuration; leave out {', '.join(given)}"
             )
-        cfg, args.worlds = _resumed_config(args.resume)
+        from softsnake.robots.snake_sim import read_checkpoint
+
+        _, cfg, meta = read_checkpoint(args.resume)  # without building the snake; the format checked
+        args.worlds = meta["worlds"]
         budget = {
             k: v for k, v in (("newton_iterations", args.newton), ("linear_iterations", args.linear)) if v is not None
         }
