@@ -54,7 +54,7 @@ class RowSet:
     """The rows of a world that the solve's vectors hold: the world's ``rows`` but two ranges, [gap_start,
     gap_start + gap_count) and [tail_start, tail_start + tail_count) with gap_start + gap_count ≤ tail_start,
     ``count`` rows in all (kernels/saddle.py, saddle_rows: the eliminated tet rows and the empty contact slots' rows).
-    The loops never read the vectors' entries on the two ranges; minres_start zeroes the solution's on the tail."""
+    The loops never read or write the vectors' entries on the two ranges."""
 
     rows: int
     gap_start: int
@@ -255,10 +255,6 @@ def minres_start(
     for k in range(lane, rs.count, world_lanes()):
         i = w * rs.rows + row_index(k, rs)
         v.l[i] = y.l[i] * f
-    # the solution is 0 on the tail too: the update adds it to every row that keeps a multiplier, and the tail's slots
-    # change from step to step
-    for k in range(lane, rs.tail_count, world_lanes()):
-        x.l[w * rs.rows + rs.tail_start + k] = 0.0
     return sc
 
 

@@ -238,8 +238,10 @@ def live_contact_gather(
 
 @wp.func
 def contact_project(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, active_index: int, bodies: int):
+    """The friction cones of the slots this step's list filled (an empty slot holds zero multipliers: nothing to
+    project)."""
     n = m.contact_count
-    for k in range(lane, n, world_lanes()):
+    for k in range(lane, contact_slots_used(m, s.jac, w), world_lanes()):
         project_friction(
             w * n + k, m, s.jac, s.shape_mu, s.lam, s.dlam, s.contact_lam_n_prev, s.active_contacts, active_index
         )

@@ -260,8 +260,8 @@ def precondition_particle(
 
 @wp.func
 def bilateral_row(r: int, contact_start: int, contact_end: int, body_contact_start: int) -> bool:
-    """Row r of a world's rows that keep a multiplier (the tet rows are not among them: saddle.multiplier_rows) is
-    bilateral (distance, attachment, joint): not a contact row."""
+    """Row r of a world's saddle system (not a tet row: saddle.saddle_rows) is bilateral (distance, attachment,
+    joint): not a contact row."""
     return not ((r >= contact_start and r < contact_end) or r >= body_contact_start)
 
 

@@ -157,27 +157,18 @@ def phase_mark(w: int, lane: int, p: PrimalData, phase: int, t0: wp.int64) -> wp
 
 
 @wp.func
-def multiplier_rows(m: ModelData, p: PrimalData) -> RowSet:
-    """The rows of a world that keep a multiplier (RowSet): all but the eliminated tet rows, whose multipliers each
-    assembly sets from the positions (their Δλ is 0: the stages that add Δλ to λ leave them out)."""
+def saddle_rows(w: int, m: ModelData, s: StepData, p: PrimalData) -> RowSet:
+    """The rows of world w's saddle system (RowSet): all but the eliminated tet rows, whose multipliers each assembly
+    sets from the positions, and the rows of the contact slots that this step's list left empty. The list fills a
+    world's slots from the first on, in particle order (kernels/contact_list.py), so the empty ones are those past
+    the last particle's run; the collision stage zeroed their multipliers, and their rows are identity rows with a
+    zero right-hand side (switch_off_contact_rows), whose unknowns stay 0, so leaving them out changes no sum. Most
+    slots are empty: the snake on its wheels uses ~50 of its 325. Every stage of the step that reads or adds to the
+    multipliers walks these rows: the others' Δλ is 0."""
     rs = RowSet()
     rs.rows = m.row_count
     rs.gap_start = p.skip_start
     rs.gap_count = p.skip_count
-    rs.tail_start = m.row_count
-    rs.tail_count = 0
-    rs.count = rs.rows - rs.gap_count
-    return rs
-
-
-@wp.func
-def saddle_rows(w: int, m: ModelData, s: StepData, p: PrimalData) -> RowSet:
-    """The rows of world w's saddle system (RowSet): those that keep a multiplier (multiplier_rows) but the rows of
-    the contact slots that this step's list left empty. The list fills a world's slots from the first on, in particle
-    order (kernels/contact_list.py), so the empty ones are those past the last particle's run; their rows are
-    identity rows with a zero right-hand side (switch_off_contact_rows), whose unknowns stay 0, so leaving them out
-    changes no sum. Most slots are empty: the snake on its wheels uses ~50 of its 325."""
-    rs = multiplier_rows(m, p)
     rs.tail_start = contact_row0(m, 0, contact_slots_used(m, s.jac, w))
     rs.tail_count = contact_row0(m, 0, m.contact_count) - rs.tail_start
     rs.count = rs.rows - rs.gap_count - rs.tail_count

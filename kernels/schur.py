@@ -157,7 +157,8 @@ def assemble_particle_element(
         row0 = family_row0(m, w, TET, t)
         if primal_fem != 0:
             # primal FEM (kernels/primal.py): the tet's impulse is the constitutive one at this iterate, its rows are
-            # eliminated (identity rows, zero right-hand side) and its stiffness enters the particle system
+            # eliminated (no stage reads their right-hand side or diagonal: saddle.saddle_rows leaves them out) and
+            # its stiffness enters the particle system
             jv6 = tet_jacobian_times(R, B, v0, v1, v2, v3)
             rate = vec6()
             for r in range(6):
@@ -165,8 +166,6 @@ def assemble_particle_element(
             lam_t = tet_constitutive_multiplier(rate, nu, m.tet_youngs[t], m.tet_volume[t], h, beta)
             for r in range(6):
                 lam[row0 + r] = lam_t[r]
-                rhs[row0 + r] = 0.0
-                diag[row0 + r] = 1.0
             write_tet_forces(R, B, lam_t, 4 * (w * m.tet_count + t), tet_force)
             return 0.0
         clam = tet_compliance_times(load6(lam, row0), nu, scale)

@@ -6,7 +6,7 @@ import warp as wp
 
 from .block import STAGE_MODULE_OPTIONS, world_index, world_lanes, world_scan, world_sync
 from .contact_list import ContactListData, clear_contact_slot, contact_list_offsets, list_contact_candidates
-from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData, contact_row0, contact_slots_used
+from .data import BODY_CONTACT, CONTACT, TET, BodyData, ModelData, StepData, contact_row0, contact_slots_used
 from .integrate import finalize_particle, predict_particle, start_multiplier
 from .rigid import finalize_body, predict_body
 from .world_rows import contacts_world, linearise_world_rows
@@ -30,9 +30,12 @@ def predict(
     b: BodyData,
     # Data in/out:
     s: StepData,
+    # In:
+    tet_multipliers: int,
 ):
     """x⁻, v⁻ and the prediction ṽ of every particle and body; the world's diagnostics and scratch merit zeroed; the
-    carried multipliers scaled into start values."""
+    carried multipliers scaled into start values. ``tet_multipliers`` = 0 leaves the tets' rows alone: the primal
+    formulation sets their multipliers from the positions at each assembly (the dual carries them, 1)."""
     block, thread = wp.tid()
     w, lane = world_index(block, thread)
     lanes = world_lanes()
@@ -80,7 +83,14 @@ def predict(
         s.linear_iters[k * W + w] = 0
         s.active_contacts[k * W + w] = 0
     R = m.row_count
-    for r in range(lane, R, lanes):
+    tet_start = m.layout.row_start[TET]
+    skipped = int(0)
+    if tet_multipliers == 0:
+        skipped = m.layout.row_start[TET + 1] - tet_start
+    for k in range(lane, R - skipped, lanes):
+        r = k
+        if r >= tet_start:
+            r += skipped
         start_multiplier(s.lam, w * R + r, is_contact_row(m, r), s.warm_start, s.contact_warm_start)
     world_sync()
 

@@ -15,7 +15,6 @@ from .rigid import apply_body_impulse
 from .saddle import (
     PrimalData,
     minres_solve_world,
-    multiplier_rows,
     saddle_preconditioner_world,
     saddle_product_world,
     saddle_rows,
@@ -110,9 +109,9 @@ def assemble_world(
 def apply_world_update(
     w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, x: wp.array(dtype=float)
 ):
-    """λ += x on the rows of world w that keep a multiplier (multiplier_rows) and the bodies take J_bᵀx (the
-    particles' part is the caller's)."""
-    rows = multiplier_rows(m, p)
+    """λ += x on the rows of world w's saddle system (saddle_rows) and the bodies take J_bᵀx (the particles' part is
+    the caller's)."""
+    rows = saddle_rows(w, m, s, p)
     for k in range(lane, rows.count, world_lanes()):
         i = w * rows.rows + row_index(k, rows)
         s.lam[i] = s.lam[i] + x[i]
@@ -123,7 +122,7 @@ def apply_world_update(
 @wp.func
 def halve_last_update(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData):
     """Take back half of the last Newton update (s.dlam, p.dv; the bodies through J_bᵀ), keeping the other half."""
-    rows = multiplier_rows(m, p)
+    rows = saddle_rows(w, m, s, p)
     for k in range(lane, rows.count, world_lanes()):
         i = w * rows.rows + row_index(k, rows)
         s.back[i] = -0.5 * s.dlam[i]
@@ -203,13 +202,12 @@ def warm_start(
     if p.warm_scaled == 0:
         return
     R = m.row_count
-    multipliers = multiplier_rows(m, p)
     rows = saddle_rows(w, m, s, p)
     contact_start = m.layout.row_start[CONTACT]
     contact_end = m.layout.row_start[CONTACT + 1]
     body_contact_start = m.layout.row_start[BODY_CONTACT]
-    for k in range(lane, multipliers.count, lanes):
-        r = row_index(k, multipliers)
+    for k in range(lane, rows.count, lanes):
+        r = row_index(k, rows)
         carried = float(0.0)
         if bilateral_row(r, contact_start, contact_end, body_contact_start):
             carried = s.lam[w * R + r]
@@ -239,8 +237,8 @@ def warm_start(
         for k in range(3):
             p.warm_merit[k * s.worlds + w] = merit[k]
     # λ's bilateral rows are now 0 (exactly: two halves of each): add s·λ_carried
-    for k in range(lane, multipliers.count, lanes):
-        i = w * R + row_index(k, multipliers)
+    for k in range(lane, rows.count, lanes):
+        i = w * R + row_index(k, rows)
         p.warm_step[i] = scale * p.warm_carried[i]
     world_sync()
     apply_world_update(w, lane, m, b, s, p, p.warm_step)
@@ -325,7 +323,7 @@ def newton_update(
             d = wp.vec3()
         p.dv[k] = d
         s.v[k] = s.v[k] + d
-    rows = multiplier_rows(m, p)  # (the tets' Δλ is 0)
+    rows = saddle_rows(w, m, s, p)
     for kk in range(lane, rows.count, lanes):
         k = w * rows.rows + row_index(kk, rows)
         dl = p.x.l[k]
@@ -373,7 +371,7 @@ def finish(
                     if p.mass[i] > 0.0:
                         s.v[w * n + i] = s.v[w * n + i] + dv
         world_sync()
-    rows = multiplier_rows(m, p)  # (the tets' Δλ is 0, so their part of the particles' Jᵀ is left out below)
+    rows = saddle_rows(w, m, s, p)  # (Δλ is 0 on the others, so the tets' part of the particles' Jᵀ is left out below)
     for k in range(lane, rows.count, lanes):
         s.dlam[w * rows.rows + row_index(k, rows)] = 0.0
     world_sync()

@@ -14,6 +14,9 @@ from softsnake.kernels import step_dual as kstep
 class DualStep:
     """The dual formulation of a :class:`~softsnake.sim.solver.Solver`: warm start, Newton stages and finish."""
 
+    #: the tets' multipliers are unknowns of the solve, carried from step to step like the other bilateral rows'
+    carries_tet_multipliers = True
+
     def __init__(self, solver):
         self.s = solver
         m, dev, W = solver.model, solver.model.device, solver.model.worlds

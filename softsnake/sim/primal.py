@@ -61,6 +61,9 @@ def with_inverse_masses(data: ModelData, inv_mass: wp.array) -> ModelData:
 class PrimalStep:
     """The primal formulation of a :class:`~softsnake.sim.solver.Solver`: warm start, Newton stages and finish."""
 
+    #: the tets' multipliers are not carried from step to step: each assembly sets them from the positions
+    carries_tet_multipliers = False
+
     def __init__(self, solver):
         self.s = solver
         m, dev, W = solver.model, solver.model.device, solver.model.worlds

@@ -413,7 +413,7 @@ class Solver:
     def _launch_step(self) -> None:
         """The stages of one step (docs/solver.md, "The step")."""
         m, s, f = self.model, self.data, self.formulation
-        self.launch(kstep.predict, m.data, m.body_data, s)  # x⁻, ṽ; start values of the multipliers
+        self.launch(kstep.predict, m.data, m.body_data, s, int(f.carries_tet_multipliers))  # x⁻, ṽ; λ's start
         if m.row_count > 0:
             self.contact_list.collide()  # the step's contacts: the particle–shape list, every contact's frame
             self.launch(kstep.linearise, f.rows_data, f.attachment_data, m.body_data, s)  # the other rows' Jacobians
