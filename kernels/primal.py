@@ -37,17 +37,17 @@ def particle_residual(
     diag: wp.array(dtype=float),
     v: wp.array(dtype=wp.vec3),
     v_pred: wp.array(dtype=wp.vec3),
-    impulse: wp.array(dtype=wp.vec3),
+    impulse: wp.vec3,
     bv: wp.array(dtype=wp.vec3),
 ) -> float:
-    """Particle ``tid`` (particle p of its world): bv = −r_v = Jᵀλ − M(v − ṽ) (0 for kinematic particles); returns
-    |r_v/A_pp|², the velocity change a Jacobi step would make [m²/s²] (r_v/m would be dominated by the float32
-    round-off of the stiff elastic impulses)."""
+    """Particle ``tid`` (particle p of its world), ``impulse`` its Jᵀλ: bv = −r_v = Jᵀλ − M(v − ṽ) (0 for kinematic
+    particles); returns |r_v/A_pp|², the velocity change a Jacobi step would make [m²/s²] (r_v/m would be dominated by
+    the float32 round-off of the stiff elastic impulses)."""
     mk = mass[p]
     b = wp.vec3()
     out = float(0.0)
     if mk > 0.0:
-        b = impulse[tid] - (v[tid] - v_pred[tid]) * mk
+        b = impulse - (v[tid] - v_pred[tid]) * mk
         out = wp.dot(b, b) / (diag[p] * diag[p])
     bv[tid] = b
     return out

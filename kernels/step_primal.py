@@ -19,6 +19,7 @@ from .saddle import (
     saddle_product_world,
     saddle_rows,
 )
+from .schur import particle_transpose_product
 from .stiffness import assemble_block, rotate_gradients
 from .world_rows import (
     apply_world_body_impulses,
@@ -91,10 +92,10 @@ def assemble_world(
     """Rows at the iterate (tets: constitutive impulses) and the particles' momentum residual: residual_sq gets
     Σφ² + Σ|r_v/A_pp|² [m²/s²] and p.b the saddle right-hand side (−r_v, −rhs = φ)."""
     acc = assemble_world_rows(w, lane, p.m_rows, p.m_attach, b, s, newton_iteration, 1)
-    scatter_world_particles(w, lane, m, s, s.lam, s.tet_force, 1, s.impulse)
     n = m.particle_count
-    for i in range(lane, n, world_lanes()):
-        acc += particle_residual(w * n + i, i, p.mass, p.diag_v, s.v, p.v_pred, s.impulse, p.b.v)
+    for i in range(lane, n, world_lanes()):  # Jᵀλ per particle (the tets' part as the assembly wrote it), then r_v
+        impulse = particle_transpose_product(m, s.jac, s.lam, s.tet_force, 1, w, i)
+        acc += particle_residual(w * n + i, i, p.mass, p.diag_v, s.v, p.v_pred, impulse, p.b.v)
     total = world_sum(acc)  # the rows' and the particles' parts
     if lane == 0:
         residual_sq[residual_base + w] = residual_sq[residual_base + w] + total
