@@ -224,8 +224,9 @@ def warm_start(
         # 10⁻³ on a separating contact, which would swamp the sum), in a fixed order
         acc = float(0.0)
         for i in range(lane, n, lanes):
-            bv = p.b.v[w * n + i]
-            acc += wp.dot(bv, bv) / (p.diag_v[i] * p.diag_v[i])
+            if p.mass[i] > 0.0:  # (a kinematic particle has no residual, and A_pp = 0)
+                bv = p.b.v[w * n + i]
+                acc += wp.dot(bv, bv) / (p.diag_v[i] * p.diag_v[i])
         for kk in range(lane, rows.count, lanes):
             r = row_index(kk, rows)
             if bilateral_row(r, contact_start, contact_end, body_contact_start):

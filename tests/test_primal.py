@@ -469,17 +469,21 @@ def test_momentum_balance_conserves_momentum_at_the_budget():
     assert _floating_beam_and_block(False) > 2.9e-4
 
 
-def test_scaled_warm_start_keeps_the_carried_multipliers_that_lower_the_first_residual():
+@pytest.mark.parametrize("clamped", [False, True])
+def test_scaled_warm_start_keeps_the_carried_multipliers_that_lower_the_first_residual(clamped):
     # A carried multiplier also carries the last step's solve error (docs/solver.md, "Warm start"): the primal step
     # keeps s·λ of the bilateral ones, s ∈ [0, 1] minimising each world's first merit. A soft cube carrying a box by an
     # attachment and a wheel on a hinge, two worlds; after 30 steps world 0's carried bilateral multipliers are made
     # three times too large. Its first residual must come out no larger than with them as carried or dropped (the
-    # dropped ones: s = 0), with s < 1; world 1, untouched, must also do no worse than either.
+    # dropped ones: s = 0), with s < 1; world 1, untouched, must also do no worse than either. Clamped: one of the
+    # cube's bottom corners is kinematic (its A_pp is 0, which once made the merit NaN and left s at 1).
     b = ss.ModelBuilder()
     mesh = ss.box_tet_mesh((0.04, 0.04, 0.04), (2, 2, 2))
     b.add_soft_mesh(
         mesh.vertices, mesh.tets, density=1000.0, youngs_modulus=1e5, poisson_ratio=0.3, pos=(0.0, 0.0, 0.001)
     )
+    if clamped:
+        b.fix_particles([int(np.lexsort(np.asarray(mesh.vertices).T)[0])])  # the corner of lowest z, then y, then x
     b.add_ground_plane(mu=0.5)
     _add_box_and_wheel(b, len(mesh.vertices) - 1, box_height=0.06)
     model = b.finalize(device=TEST_DEVICE, worlds=2)
