@@ -73,6 +73,10 @@ def section_lines(name: str, data) -> list[str]:
                     for k, v in phases.items()
                 ],
             )  # fmt: skip
+        step_phases = (data.get("solve_phases") or {}).get("step_phases")
+        if step_phases:
+            out += ["The other stages by phase (per world and step):", ""]
+            out += table(["phase", "cycles per step"], [[k, v["cycles_per_step"]] for k, v in step_phases.items()])
         return out
     if name == "floor":
         code = {"none": "-", "loop": "one phase's, looped", "distinct": "each phase its own"}

@@ -136,19 +136,24 @@ def solve_phases(scene: str, device: str, calls: int, **solver_options) -> dict:
     advance, substeps, title, solver = make_scene(scene, device, False, True, **solver_options)
     for _ in range(3):
         advance()
-    before = solver.diagnostics().extras["solve_phase_cycles"]
+    extras = solver.diagnostics().extras
+    before = {**extras["solve_phase_cycles"], **extras["step_phase_cycles"]}
     iterations = 0
     for _ in range(calls):
         advance()
         # MINRES iterations of the call's steps (its last step's count, every step of a call runs the same budget)
         iterations += substeps * int(solver.diagnostics().linear_iterations.sum())
-    after = solver.diagnostics().extras["solve_phase_cycles"]
-    cycles = {k: float((after[k] - before[k]).sum()) for k in after}
+    extras = solver.diagnostics().extras
+    cycles = {k: float((v - before[k]).sum()) for k, v in extras["solve_phase_cycles"].items()}
     total = sum(cycles.values())
+    # the other stages' phases per world and step (the step's worlds run side by side, one block each)
+    steps = calls * substeps * solver.model.worlds
+    step_cycles = {k: float((v - before[k]).sum()) / steps for k, v in extras["step_phase_cycles"].items()}
     return dict(
         scene=title,
         iterations=iterations,
         phases={k: dict(share=c / total, cycles_per_iteration=c / max(iterations, 1)) for k, c in cycles.items()},
+        step_phases={k: dict(cycles_per_step=c) for k, c in step_cycles.items()},
     )
 
 
@@ -211,6 +216,10 @@ def main() -> None:
     print(f"{'phase':24s} {'share':>7s} {'cycles/iteration':>17s}")
     for name, ph in phases["phases"].items():
         print(f"{name:24s} {100 * ph['share']:6.1f}% {ph['cycles_per_iteration']:17.0f}")
+    print("\nThe other stages by phase (lane 0's clock between barriers, per world and step)")
+    print(f"{'phase':24s} {'cycles/step':>17s}")
+    for name, ph in phases["step_phases"].items():
+        print(f"{name:24s} {ph['cycles_per_step']:17.0f}")
     if args.json:
         from softsnake.io.files import write_json_atomic
 

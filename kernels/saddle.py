@@ -109,7 +109,7 @@ class PrimalData:
     warm_res: wp.array(dtype=float)
     warm_scale: wp.array(dtype=float)
     momentum_balance: int
-    # the linear solve's phase timers (SolverConfig.phase_timing): clock cycles per world and phase (SOLVE_PHASES)
+    # the phase timers (SolverConfig.phase_timing): clock cycles per world and phase (SOLVE_PHASES, then STEP_PHASES)
     phase_timing: int
     phase_cycles: wp.array(dtype=wp.int64)
 
@@ -130,7 +130,25 @@ PRODUCT_PARTICLES, PRODUCT_BODIES, PRODUCT_ROWS, LANCZOS = (wp.constant(k) for k
 PRECONDITION_COARSE, PRECONDITION_PARTICLES, PRECONDITION_BODIES, PRECONDITION_ROWS, UPDATE = (
     wp.constant(k) for k in range(4, 9)
 )
-PHASE_COUNT = wp.constant(len(SOLVE_PHASES))
+#: the phases of the other primal stages that the same timers tell apart, counted per step (after SOLVE_PHASES in
+#: PrimalData.phase_cycles): every assembly's rows and its particles' Jᵀλ and momentum residual (the warm start's
+#: three, the Newton iterations' and the finish's, line searches included), the warm start's elastic block matrix,
+#: and each Newton iteration's factorisation of the rows' rigid-body preconditioner (kernels/step_body_blocks.py)
+STEP_PHASES = (
+    "assembly_rows",  # every row at the iterate (assemble_world_rows)
+    "assembly_residual",  # Jᵀλ and r_v per particle, the merit's block sum and the rows' right-hand side
+    "stiffness",  # the tets' rotated gradients and the elastic 3×3 blocks (warm start)
+    "factor_rows",  # D and the weights 1/D of the rows the solve sees
+    "factor_chunks",  # J_bᵀD⁻¹J_b per incidence chunk
+    "factor_blocks",  # H = M_b + the chunks, per entry, and each cluster's pivot jitter
+    "factor_cholesky",  # the Cholesky factor, two barriers per column
+    "factor_inverse",  # H⁻¹, a column per lane
+)
+ASSEMBLY_ROWS, ASSEMBLY_RESIDUAL, STIFFNESS = (wp.constant(len(SOLVE_PHASES) + k) for k in range(3))
+FACTOR_ROWS, FACTOR_CHUNKS, FACTOR_BLOCKS, FACTOR_CHOLESKY, FACTOR_INVERSE = (
+    wp.constant(len(SOLVE_PHASES) + k) for k in range(3, 8)
+)
+PHASE_COUNT = wp.constant(len(SOLVE_PHASES) + len(STEP_PHASES))
 
 
 @wp.func

@@ -18,7 +18,17 @@ from .body_precond import (
 from .data import BodyData, ModelData, StepData
 from .minres import row_index
 from .row_families import FAMILIES
-from .saddle import PrimalData, saddle_rows
+from .saddle import (
+    FACTOR_BLOCKS,
+    FACTOR_CHOLESKY,
+    FACTOR_CHUNKS,
+    FACTOR_INVERSE,
+    FACTOR_ROWS,
+    PrimalData,
+    phase_clock,
+    phase_mark,
+    saddle_rows,
+)
 
 wp.set_module_options({**STAGE_MODULE_OPTIONS, "max_unroll": 0})
 
@@ -40,6 +50,7 @@ def factor_body_blocks(
     w, lane = world_index(block, thread)
     lanes = world_lanes()
     bb = p.bb
+    t = phase_clock(p)
     rows = saddle_rows(w, m, s, p)  # the rows the solve sees: the preconditioner reads D on these alone
     for k in range(lane, rows.count, lanes):
         i = w * rows.rows + row_index(k, rows)
@@ -48,16 +59,19 @@ def factor_body_blocks(
     for f in range(wp.static(len(FAMILIES))):  # D and the weight 1/D of every row acting on a body
         wp.static(FAMILIES[f].body_row_d)(w, lane, m, b, s, bb, p.row_d, p.t_rows)
     world_sync()
+    t = phase_mark(w, lane, p, FACTOR_ROWS, t)
     n = b.body_count
     for c in range(lane, b.body_chunk_start[n], lanes):  # J_bᵀD⁻¹J_b per incidence chunk
         body_block_chunk(w, c, m, b, s.bjac, s.jac, bb, p.t_rows, p.H_chunk)
     world_sync()
+    t = phase_mark(w, lane, p, FACTOR_CHUNKS, t)
     for item in range(lane, 6 * n * bb.max_dofs, lanes):  # H = M_b + the chunks in order, an entry per lane
         body_block_entry(w, item, b, bb, s.h, s.body_x_start, s.body_v, p.H_chunk, p.H)
     world_sync()
     for c in range(lane, bb.clusters, lanes):
         cluster_jitter(w, c, bb, p.H, p.H_jitter)
     world_sync()
+    t = phase_mark(w, lane, p, FACTOR_BLOCKS, t)
     dofs = 6 * n
     for j in range(bb.max_dofs):
         for q in range(lane, dofs, lanes):
@@ -66,5 +80,7 @@ def factor_body_blocks(
         for q in range(lane, dofs, lanes):
             cholesky_update_row(w, cluster_dof(b, bb, q), j, bb, p.H, p.H_jitter)
         world_sync()
+    t = phase_mark(w, lane, p, FACTOR_CHOLESKY, t)
     for q in range(lane, dofs, lanes):
         cluster_inverse_column(w, cluster_dof(b, bb, q), bb, p.H, p.H_inv, p.slice_width, p.H_inv_lanes)
+    phase_mark(w, lane, p, FACTOR_INVERSE, t)

@@ -13,8 +13,13 @@ from .minres import BETA1, PHIBAR, SLOTS, SaddleVector, row_index
 from .primal import bilateral_row, fit_body_rotation, particle_residual, start_velocity, warm_start_scale
 from .rigid import apply_body_impulse
 from .saddle import (
+    ASSEMBLY_RESIDUAL,
+    ASSEMBLY_ROWS,
+    STIFFNESS,
     PrimalData,
     minres_solve_world,
+    phase_clock,
+    phase_mark,
     saddle_preconditioner_world,
     saddle_product_world,
     saddle_rows,
@@ -91,7 +96,9 @@ def assemble_world(
 ):
     """Rows at the iterate (tets: constitutive impulses) and the particles' momentum residual: residual_sq gets
     Σφ² + Σ|r_v/A_pp|² [m²/s²] and p.b the saddle right-hand side (−r_v, −rhs = φ)."""
+    t = phase_clock(p)
     acc = assemble_world_rows(w, lane, p.m_rows, p.m_attach, b, s, newton_iteration, 1)
+    t = phase_mark(w, lane, p, ASSEMBLY_ROWS, t)
     n = m.particle_count
     for i in range(lane, n, world_lanes()):  # Jᵀλ per particle (the tets' part as the assembly wrote it), then r_v
         impulse = particle_transpose_product(m, s.jac, s.lam, s.tet_force, 1, w, i)
@@ -104,6 +111,7 @@ def assemble_world(
         i = w * rs.rows + row_index(k, rs)
         p.b.l[i] = -s.rhs[i]
     world_sync()
+    phase_mark(w, lane, p, ASSEMBLY_RESIDUAL, t)
 
 
 @wp.func
@@ -175,12 +183,14 @@ def warm_start(
     w, lane = world_index(block, thread)
     lanes = world_lanes()
     # the step's elastic block matrix (the rotations of the linearisation are held for the step)
+    clock = phase_clock(p)
     n = m.tet_count
     for t in range(lane, n, lanes):
         rotate_gradients(w * n + t, m, s.jac, p.stiffness.rotated)
     world_sync()
     for k in range(lane, p.stiffness.slots_per_world, lanes):
         assemble_block(w, k, m, p.tet_lame, p.stiffness)
+    phase_mark(w, lane, p, STIFFNESS, clock)
     n = m.particle_count
     for i in range(lane, n, lanes):
         start_velocity(w * n + i, m.particle_inv_mass[i], s.v_start, s.v, p.v_pred, s.carried_impulse)

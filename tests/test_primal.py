@@ -521,13 +521,13 @@ def test_scaled_warm_start_keeps_the_carried_multipliers_that_lower_the_first_re
 
 
 def test_phase_timers_count_every_phase_and_leave_the_step_alone():
-    """SolverConfig.phase_timing: each world's block counts its clock cycles in every phase of the linear solve (the
-    GPU profile of benchmarks/profile_step.py; the CPU's time-stamp counter here), and the step's results are those
-    of a step without the timers, bit for bit (the timers add barriers and clock reads only; the step has no sum
-    whose order depends on the lanes' timing, docs/solver.md)."""
+    """SolverConfig.phase_timing: each world's block counts its clock cycles in every phase of the linear solve and
+    of the other stages that it tells apart (the GPU profile of benchmarks/profile_step.py; the CPU's time-stamp
+    counter here), and the step's results are those of a step without the timers, bit for bit (the timers add
+    barriers and clock reads only; the step has no sum whose order depends on the lanes' timing, docs/solver.md)."""
     import dataclasses
 
-    from softsnake.kernels.saddle import SOLVE_PHASES
+    from softsnake.kernels.saddle import SOLVE_PHASES, STEP_PHASES
     from softsnake.robots.snake import SnakeConfig
     from softsnake.robots.snake_sim import SnakeSim
 
@@ -543,7 +543,9 @@ def test_phase_timers_count_every_phase_and_leave_the_step_alone():
     assert "solve_phase_cycles" not in out[False][1]
     cycles = out[True][1]["solve_phase_cycles"]
     assert list(cycles) == list(SOLVE_PHASES)
-    for name, per_world in cycles.items():
+    steps = out[True][1]["step_phase_cycles"]
+    assert list(steps) == list(STEP_PHASES)
+    for name, per_world in {**cycles, **steps}.items():
         assert per_world.shape == (2,) and np.all(per_world > 0), name
 
 

@@ -171,7 +171,8 @@ class PrimalStep:
         self.warm_scale = p.warm_scale
         p.momentum_balance = 1 if cfg.momentum_balance else 0
         p.phase_timing = 1 if cfg.phase_timing else 0
-        p.phase_cycles = wp.zeros(W * len(ksaddle.SOLVE_PHASES), dtype=wp.int64, device=dev)
+        phases = len(ksaddle.SOLVE_PHASES) + len(ksaddle.STEP_PHASES)
+        p.phase_cycles = wp.zeros(W * phases, dtype=wp.int64, device=dev)
         self.has_bodies = m.body_count > 0
         self._setup_body_blocks(p)
         self.data = p
@@ -260,8 +261,10 @@ class PrimalStep:
         if self.scaled_warm_start:
             extras["warm_start_scale"] = self.warm_scale.numpy().copy()
         if self.data.phase_timing:
-            cycles = self.data.phase_cycles.numpy().reshape(self.s.model.worlds, -1)
-            extras["solve_phase_cycles"] = dict(zip(ksaddle.SOLVE_PHASES, cycles.T.copy()))
+            cycles = self.data.phase_cycles.numpy().reshape(self.s.model.worlds, -1).T.copy()
+            solve = len(ksaddle.SOLVE_PHASES)
+            extras["solve_phase_cycles"] = dict(zip(ksaddle.SOLVE_PHASES, cycles[:solve]))
+            extras["step_phase_cycles"] = dict(zip(ksaddle.STEP_PHASES, cycles[solve:]))
         return extras
 
     # ------------------------------------------------------------- operators

@@ -135,10 +135,10 @@ class SolverConfig:
     #: momentum residual whose sum acts as a spurious external force (a few mN on the snake, as large as its gait's
     #: net thrust; docs/solver.md, "Momentum balance"); off: keep the truncated solve's velocities
     momentum_balance: bool = True
-    #: primal FEM: count each world's clock cycles in the phases of the linear solve since the solver was built
-    #: (kernels/saddle.py, SOLVE_PHASES; each phase then ends at a barrier of its own), read from
-    #: ``diagnostics().extras["solve_phase_cycles"]``: where a GPU's time per iteration goes
-    #: (benchmarks/profile_step.py)
+    #: primal FEM: count each world's clock cycles in the phases of the linear solve and of the other stages since
+    #: the solver was built (kernels/saddle.py, SOLVE_PHASES and STEP_PHASES; each phase then ends at a barrier of its
+    #: own), read from ``diagnostics().extras["solve_phase_cycles"]`` and ``["step_phase_cycles"]``: where a GPU's
+    #: time per iteration and per step goes (benchmarks/profile_step.py)
     phase_timing: bool = False
 
     def __post_init__(self):
