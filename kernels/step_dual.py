@@ -67,7 +67,7 @@ def assemble_world(
     residual_base: int,
 ):
     """Rows of world w at the iterate; residual_sq[residual_base + w] += Σφ² (a sum over the world's lanes)."""
-    total = world_sum(assemble_world_rows(w, lane, m, m, b, s, newton_iteration, 0))
+    total = world_sum(assemble_world_rows(w, lane, m, m, b, s, newton_iteration, 0, ALL_FAMILIES))
     if lane == 0:
         residual_sq[residual_base + w] = residual_sq[residual_base + w] + total
     world_sync()

@@ -12,6 +12,7 @@ from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
 from .minres import BETA1, PHIBAR, SLOTS, SaddleVector, row_index
 from .primal import bilateral_row, fit_body_rotation, particle_residual, start_velocity, warm_start_scale
 from .rigid import apply_body_impulse
+from .row_families import ALL_FAMILIES, WITHOUT_TETS
 from .saddle import (
     ASSEMBLY_RESIDUAL,
     ASSEMBLY_ROWS,
@@ -93,11 +94,13 @@ def assemble_world(
     newton_iteration: int,
     residual_sq: wp.array(dtype=float),
     residual_base: int,
+    families: int,
 ):
-    """Rows at the iterate (tets: constitutive impulses) and the particles' momentum residual: residual_sq gets
+    """Rows at the iterate (tets: constitutive impulses) of the families in the bit mask ``families`` (the others'
+    rows and tet forces as the last assembly left them) and the particles' momentum residual: residual_sq gets
     Σφ² + Σ|r_v/A_pp|² [m²/s²] and p.b the saddle right-hand side (−r_v, −rhs = φ)."""
     t = phase_clock(p)
-    acc = assemble_world_rows(w, lane, p.m_rows, p.m_attach, b, s, newton_iteration, 1)
+    acc = assemble_world_rows(w, lane, p.m_rows, p.m_attach, b, s, newton_iteration, 1, families)
     t = phase_mark(w, lane, p, ASSEMBLY_ROWS, t)
     n = m.particle_count
     for i in range(lane, n, world_lanes()):  # Jᵀλ per particle (the tets' part as the assembly wrote it), then r_v
@@ -157,7 +160,7 @@ def assemble_with_line_search(w: int, lane: int, m: ModelData, b: BodyData, s: S
         newton_iteration = it
         if k > 0:
             newton_iteration = wp.min(it, s.newton_iterations - 1)
-        assemble_world(w, lane, m, b, s, p, newton_iteration, s.residual_sq, it * s.worlds)
+        assemble_world(w, lane, m, b, s, p, newton_iteration, s.residual_sq, it * s.worlds, ALL_FAMILIES)
         if k == 0 and merit_grew(w, s, it):
             halve_last_update(w, lane, m, b, s, p)
             restart_merit(w, lane, s, it)
@@ -227,9 +230,11 @@ def warm_start(
     world_sync()
     merit = wp.vec3()
     for k in range(3 * p.warm_scaled):  # s = 1, ½, 0: two probe steps of −½λ (a loop, not unrolled: one assembly)
+        families = ALL_FAMILIES
         if k > 0:
             apply_world_update(w, lane, m, b, s, p, p.warm_step)
-        assemble_world(w, lane, m, b, s, p, 0, p.warm_res, 0)
+            families = WITHOUT_TETS  # the probes change λ and the bodies, not v: the tets' rows stay as assembled
+        assemble_world(w, lane, m, b, s, p, 0, p.warm_res, 0, families)
         # the merit of the particles and the bilateral rows (a contact row's b_λ is φ/(∂φ/∂a), with ∂φ/∂a down to
         # 10⁻³ on a separating contact, which would swamp the sum), in a fixed order
         acc = float(0.0)

@@ -14,7 +14,7 @@ from .data import ATTACHMENT, BodyData, ModelData, StepData
 from .integrate import apply_particle_impulse
 from .rigid import apply_body_impulse
 from .rigid_contact import body_transpose_range
-from .row_families import ASSEMBLY_ORDER, FAMILIES
+from .row_families import ASSEMBLY_BITS, ASSEMBLY_ORDER, FAMILIES
 from .schur import particle_transpose_product
 
 
@@ -45,16 +45,18 @@ def assemble_world_rows(
     s: StepData,
     newton_iteration: int,
     primal_fem: int,
+    families: int,
 ) -> float:
-    """Every row of world w at the iterate with the step's Jacobians: right-hand side −φ, Schur diagonal and
-    compliance; returns this lane's part of Σφ² (its rows, the families in ASSEMBLY_ORDER), which the caller sums over
-    the world (world_sum: no atomics, so the merit is the same sum whatever the order the lanes run in). ``m_rows`` is
-    the model the rows are assembled with (the primal step's effective particle masses), ``m_attach`` the one of the
-    attachment rows (docs/solver.md, "Preconditioner"); with ``primal_fem`` the tets' impulses are the constitutive
-    ones."""
+    """The rows of world w of the families in the bit mask ``families`` (row_families.ALL_FAMILIES, WITHOUT_TETS) at
+    the iterate with the step's Jacobians: right-hand side −φ, Schur diagonal and compliance; returns this lane's part
+    of Σφ² (its rows, the families in ASSEMBLY_ORDER), which the caller sums over the world (world_sum: no atomics, so
+    the merit is the same sum whatever the order the lanes run in). ``m_rows`` is the model the rows are assembled
+    with (the primal step's effective particle masses), ``m_attach`` the one of the attachment rows (docs/solver.md,
+    "Preconditioner"); with ``primal_fem`` the tets' impulses are the constitutive ones."""
     acc = float(0.0)
     for f in range(wp.static(len(ASSEMBLY_ORDER))):
-        acc += wp.static(ASSEMBLY_ORDER[f].assemble)(w, lane, m_rows, m_attach, b, s, newton_iteration, primal_fem)
+        if families & wp.static(ASSEMBLY_BITS[f]) != 0:
+            acc += wp.static(ASSEMBLY_ORDER[f].assemble)(w, lane, m_rows, m_attach, b, s, newton_iteration, primal_fem)
     world_sync()
     return acc
 
