@@ -12,7 +12,7 @@ from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
 from .minres import BETA1, PHIBAR, SLOTS, SaddleVector, row_index
 from .primal import bilateral_row, fit_body_rotation, particle_residual, start_velocity, warm_start_scale
 from .rigid import apply_body_impulse
-from .row_families import ALL_FAMILIES, WITHOUT_TETS
+from .row_families import ALL_FAMILIES, WITHOUT_TETS_AND_CONTACTS
 from .saddle import (
     ASSEMBLY_RESIDUAL,
     ASSEMBLY_ROWS,
@@ -233,7 +233,8 @@ def warm_start(
         families = ALL_FAMILIES
         if k > 0:
             apply_world_update(w, lane, m, b, s, p, p.warm_step)
-            families = WITHOUT_TETS  # the probes change λ and the bodies, not v: the tets' rows stay as assembled
+            # the probes change the bilateral λ and the bodies, not v: the tets' and particle contacts' rows stay
+            families = WITHOUT_TETS_AND_CONTACTS
         assemble_world(w, lane, m, b, s, p, 0, p.warm_res, 0, families)
         # the merit of the particles and the bilateral rows (a contact row's b_λ is φ/(∂φ/∂a), with ∂φ/∂a down to
         # 10⁻³ on a separating contact, which would swamp the sum), in a fixed order

@@ -47,12 +47,13 @@ def assemble_world_rows(
     primal_fem: int,
     families: int,
 ) -> float:
-    """The rows of world w of the families in the bit mask ``families`` (row_families.ALL_FAMILIES, WITHOUT_TETS) at
-    the iterate with the step's Jacobians: right-hand side −φ, Schur diagonal and compliance; returns this lane's part
-    of Σφ² (its rows, the families in ASSEMBLY_ORDER), which the caller sums over the world (world_sum: no atomics, so
-    the merit is the same sum whatever the order the lanes run in). ``m_rows`` is the model the rows are assembled
-    with (the primal step's effective particle masses), ``m_attach`` the one of the attachment rows (docs/solver.md,
-    "Preconditioner"); with ``primal_fem`` the tets' impulses are the constitutive ones."""
+    """The rows of world w of the families in the bit mask ``families`` (row_families.ALL_FAMILIES,
+    WITHOUT_TETS_AND_CONTACTS) at the iterate with the step's Jacobians: right-hand side −φ, Schur diagonal and
+    compliance; returns this lane's part of Σφ² (its rows, the families in ASSEMBLY_ORDER), which the caller sums over
+    the world (world_sum: no atomics, so the merit is the same sum whatever the order the lanes run in). ``m_rows``
+    is the model the rows are assembled with (the primal step's effective particle masses), ``m_attach`` the one of
+    the attachment rows (docs/solver.md, "Preconditioner"); with ``primal_fem`` the tets' impulses are the
+    constitutive ones."""
     acc = float(0.0)
     for f in range(wp.static(len(ASSEMBLY_ORDER))):
         if families & wp.static(ASSEMBLY_BITS[f]) != 0:
