@@ -12,7 +12,7 @@ from .data import BODY_CONTACT, CONTACT, BodyData, ModelData, StepData
 from .minres import BETA1, PHIBAR, SLOTS, SaddleVector, row_index
 from .primal import bilateral_row, fit_body_rotation, particle_residual, start_velocity, warm_start_scale
 from .rigid import apply_body_impulse
-from .row_families import ALL_FAMILIES, WITHOUT_TETS_AND_CONTACTS
+from .row_families import ALL_FAMILIES, WITHOUT_TETS, WITHOUT_TETS_AND_CONTACTS
 from .saddle import (
     ASSEMBLY_RESIDUAL,
     ASSEMBLY_ROWS,
@@ -153,14 +153,20 @@ def halve_last_update(w: int, lane: int, m: ModelData, b: BodyData, s: StepData,
 def assemble_with_line_search(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, p: PrimalData, it: int):
     """The rows at iterate ``it`` (merit in residual_sq[it]); for it > 0, where the last Newton update made the merit
     ‖φ‖² grow, half of it is taken back and the rows are evaluated again (a decision of the world, uniform over its
-    block). One assembly call site, in a loop of one or two passes."""
+    block). One assembly call site, in a loop of one or two passes. The first iteration after a scaled warm start
+    leaves the tets' rows as its assemblies left them: the particles' velocities have not moved since (their merit is
+    0 in the primal step, so the sum is the same)."""
     passes = int(1)
     k = int(0)
+    families = ALL_FAMILIES
+    if it == 0 and p.warm_scaled != 0:
+        families = WITHOUT_TETS
     while k < passes:
         newton_iteration = it
         if k > 0:
             newton_iteration = wp.min(it, s.newton_iterations - 1)
-        assemble_world(w, lane, m, b, s, p, newton_iteration, s.residual_sq, it * s.worlds, ALL_FAMILIES)
+            families = ALL_FAMILIES
+        assemble_world(w, lane, m, b, s, p, newton_iteration, s.residual_sq, it * s.worlds, families)
         if k == 0 and merit_grew(w, s, it):
             halve_last_update(w, lane, m, b, s, p)
             restart_merit(w, lane, s, it)

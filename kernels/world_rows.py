@@ -47,7 +47,7 @@ def assemble_world_rows(
     primal_fem: int,
     families: int,
 ) -> float:
-    """The rows of world w of the families in the bit mask ``families`` (row_families.ALL_FAMILIES,
+    """The rows of world w of the families in the bit mask ``families`` (row_families.ALL_FAMILIES, WITHOUT_TETS,
     WITHOUT_TETS_AND_CONTACTS) at the iterate with the step's Jacobians: right-hand side −φ, Schur diagonal and
     compliance; returns this lane's part of Σφ² (its rows, the families in ASSEMBLY_ORDER), which the caller sums over
     the world (world_sum: no atomics, so the merit is the same sum whatever the order the lanes run in). ``m_rows``
