@@ -201,8 +201,13 @@ def contact_assemble(
     newton_iteration: int,
     primal_fem: int,
 ) -> float:
+    """The contact slots' rows: every slot in the dual step, whose solve has every row (an empty slot's are identity
+    rows); the filled ones in the primal step, whose stages leave the empty slots' rows out (saddle.saddle_rows)."""
     first = family_element0(m_rows, CONTACT)
-    return particle_elements_assemble(w, lane, first, m_rows.element_count, m_rows, s, newton_iteration, primal_fem)
+    last = m_rows.element_count
+    if primal_fem != 0:
+        last = first + contact_slots_used(m_rows, s.jac, w)
+    return particle_elements_assemble(w, lane, first, last, m_rows, s, newton_iteration, primal_fem)
 
 
 @wp.func
