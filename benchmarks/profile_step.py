@@ -4,8 +4,9 @@ Each stage of the step (softsnake/sim/solver.py: predict, collide, linearise, wa
 assemble / body blocks / solve / update, finish, finalise) is one kernel over the worlds, so the per-kernel table is
 the per-stage table. Every launch is timed with a device synchronisation around it (the profiled step runs eagerly);
 the unprofiled ms/step printed first is the default step (a captured CUDA graph on a GPU). On a GPU the kernels' own
-device times (Warp's CUDA activity timing, no host synchronisation in between) are listed too, and the linear
-solve's phases (SolverConfig.phase_timing: the clock cycles between barriers of each MINRES iteration's phases).
+device times (Warp's CUDA activity timing, no host synchronisation in between) are listed too, and the phases of the
+linear solve and of the stages around it (SolverConfig.phase_timing: the clock cycles between barriers, per MINRES
+iteration and per step).
 
     python -P benchmarks/profile_step.py --scene slab --steps 10
     python -P benchmarks/profile_step.py --scene snake --steps 6 --device cuda --json profile.json
