@@ -91,19 +91,26 @@ def test_sigterm_and_sighup_clean_up_like_ctrl_c(tmp_path, sig, code):
 
 
 def test_ignored_hangup_stays_ignored():
-    """Under ``nohup`` (SIGHUP ignored) a command keeps running through a hang-up."""
+    """Under ``nohup`` (SIGHUP ignored) a command keeps running through a hang-up. (Ctrl-C starts at Python's own
+    handler here, whatever the test runner inherited: a background job without job control starts with SIGINT
+    ignored, which the command keeps ignored as it keeps SIGHUP.)"""
     from softsnake import cli as cli_module
 
     previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with cli_module._stop_on_signals():
             assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
             assert signal.getsignal(signal.SIGTERM) is cli_module._raise_stopped
             assert signal.getsignal(signal.SIGINT) is cli_module._raise_interrupt  # Ctrl-C remembered too
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # an ignored Ctrl-C stays ignored too
+        with cli_module._stop_on_signals():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGHUP, previous)
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, previous_int)
 
 
 def test_output_folder_holds_only_the_last_runs_files(tmp_path, capfd):
