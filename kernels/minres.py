@@ -65,6 +65,20 @@ class RowSet:
 
 
 @wp.func
+def row_set(rows: int, gap_start: int, gap_count: int, tail_start: int, tail_count: int) -> RowSet:
+    """A world's ``rows`` but the ranges [gap_start, gap_start + gap_count) and [tail_start, tail_start + tail_count)
+    (RowSet; an empty range: count 0)."""
+    rs = RowSet()
+    rs.rows = rows
+    rs.gap_start = gap_start
+    rs.gap_count = gap_count
+    rs.tail_start = tail_start
+    rs.tail_count = tail_count
+    rs.count = rows - gap_count - tail_count
+    return rs
+
+
+@wp.func
 def row_index(k: int, rs: RowSet) -> int:
     """The k-th row of a world in the row set (k < rs.count): the rows before each skipped range keep their index,
     the rows after it move past it."""

@@ -20,6 +20,7 @@ from .minres import (
     minres_start,
     minres_update,
     row_batch,
+    row_set,
     store_scalars,
 )
 from .particle_families import live_contact_gather
@@ -183,14 +184,9 @@ def saddle_rows(w: int, m: ModelData, s: StepData, p: PrimalData) -> RowSet:
     zero right-hand side (switch_off_contact_rows), whose unknowns stay 0, so leaving them out changes no sum. Most
     slots are empty: the snake on its wheels uses ~50 of its 325. Every stage of the step that reads or adds to the
     multipliers walks these rows: the others' Δλ is 0."""
-    rs = RowSet()
-    rs.rows = m.row_count
-    rs.gap_start = p.skip_start
-    rs.gap_count = p.skip_count
-    rs.tail_start = contact_row0(m, 0, contact_slots_used(m, s.jac, w))
-    rs.tail_count = contact_row0(m, 0, m.contact_count) - rs.tail_start
-    rs.count = rs.rows - rs.gap_count - rs.tail_count
-    return rs
+    tail_start = contact_row0(m, 0, contact_slots_used(m, s.jac, w))
+    tail_count = contact_row0(m, 0, m.contact_count) - tail_start
+    return row_set(m.row_count, p.skip_start, p.skip_count, tail_start, tail_count)
 
 
 @wp.func

@@ -8,6 +8,7 @@ from .block import STAGE_MODULE_OPTIONS, world_index, world_lanes, world_scan, w
 from .contact_list import ContactListData, clear_contact_slot, contact_list_offsets, list_contact_candidates
 from .data import BODY_CONTACT, CONTACT, TET, BodyData, ModelData, StepData, contact_row0, contact_slots_used
 from .integrate import finalize_particle, predict_particle, start_multiplier
+from .minres import row_index, row_set
 from .rigid import finalize_body, predict_body
 from .world_rows import contacts_world, linearise_world_rows
 
@@ -83,14 +84,12 @@ def predict(
         s.linear_iters[k * W + w] = 0
         s.active_contacts[k * W + w] = 0
     R = m.row_count
-    tet_start = m.layout.row_start[TET]
-    skipped = int(0)
+    tets = int(0)  # the tets' rows left out (a gap of the row set) where their multipliers are not carried
     if tet_multipliers == 0:
-        skipped = m.layout.row_start[TET + 1] - tet_start
-    for k in range(lane, R - skipped, lanes):
-        r = k
-        if r >= tet_start:
-            r += skipped
+        tets = m.layout.row_start[TET + 1] - m.layout.row_start[TET]
+    rows = row_set(R, m.layout.row_start[TET], tets, R, 0)
+    for k in range(lane, rows.count, lanes):
+        r = row_index(k, rows)
         start_multiplier(s.lam, w * R + r, is_contact_row(m, r), s.warm_start, s.contact_warm_start)
     world_sync()
 
