@@ -106,7 +106,6 @@ class PrimalData:
     warm_scaled: int
     warm_carried: wp.array(dtype=float)
     warm_step: wp.array(dtype=float)
-    warm_merit: wp.array(dtype=float)
     warm_res: wp.array(dtype=float)
     warm_scale: wp.array(dtype=float)
     momentum_balance: int

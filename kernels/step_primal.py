@@ -258,8 +258,6 @@ def warm_start(
     scale = warm_start_scale(merit[0], merit[1], merit[2])
     if lane == 0:
         p.warm_scale[w] = scale
-        for k in range(3):
-            p.warm_merit[k * s.worlds + w] = merit[k]
     # λ's bilateral rows are now 0 (exactly: two halves of each): add s·λ_carried
     for k in range(lane, rows.count, lanes):
         i = w * R + row_index(k, rows)

@@ -159,13 +159,12 @@ class PrimalStep:
         self.x = (p.x.v, p.x.l)  # the last linear solve's solution
         p.sc = wp.zeros(W * kmr.SLOTS, dtype=float, device=dev)
         self.sc = p.sc  # the last solve's MINRES recurrence per world (kernels/minres.py SLOTS)
-        # scaled warm start: the carried bilateral multipliers, a probe step, the first merits at s = 1, ½, 0 and s
+        # scaled warm start: the carried bilateral multipliers, a probe step, the scratch merit and s per world
         bilateral = sum(f.rows for f in m.rows if f.kind == "bilateral")
         cfg = solver.config
         self.scaled_warm_start = cfg.warm_start > 0.0 and cfg.warm_start_scaled and bilateral > 0
         p.warm_scaled = 1 if self.scaled_warm_start else 0
         p.warm_carried, p.warm_step = row(), row()
-        p.warm_merit = wp.zeros(3 * W, dtype=float, device=dev)
         p.warm_res = solver.data.scratch_residual
         p.warm_scale = wp.ones(W, dtype=float, device=dev)
         self.warm_scale = p.warm_scale
