@@ -117,21 +117,6 @@ def inner(a: float, b: float) -> float:  # noqa: F811 (a Warp overload)
 
 
 @wp.func
-def dot_batch(
-    acc: float, idx: wp.vec4i, k0: int, lanes: int, count: int, a: wp.array(dtype=Any), b: wp.array(dtype=Any)
-):
-    """acc + Σ a·b over a lane's batch (``lane_batch`` or ``row_batch`` at k0 of ``count`` elements), in element order:
-    the particle and the row part of a vector alike."""
-    a_ = gather_batch(a, idx)
-    b_ = gather_batch(b, idx)
-    out = acc
-    for j in range(LANE_BATCH):
-        if batch_holds(k0, j, lanes, count):
-            out += inner(a_[j], b_[j])
-    return out
-
-
-@wp.func
 def lanczos_subtract_batch(
     acc: float,
     idx: wp.vec4i,
@@ -226,6 +211,7 @@ def minres_start(
     lane: int,
     particles: int,
     rs: RowSet,
+    by: float,
     b: SaddleVector,
     y: SaddleVector,
     x: SaddleVector,
@@ -235,9 +221,9 @@ def minres_start(
     w2: SaddleVector,
     v: SaddleVector,
 ) -> MinresScalars:
-    """x = 0, r1 = r2 = b, w1 = w2 = 0 (y = P b on entry); β₁ = √(b·P·b), the Givens state of the first iteration,
-    and the first Lanczos vector v = y/β₁."""
-    acc = float(0.0)
+    """x = 0, r1 = r2 = b, w1 = w2 = 0 (y = P b on entry, ``by`` the lane's part of b·y, which the preconditioner
+    summed as it wrote y); β₁ = √(b·P·b), the Givens state of the first iteration, and the first Lanczos vector
+    v = y/β₁."""
     for k in range(lane, particles, world_lanes()):
         i = w * particles + k
         bk = b.v[i]
@@ -246,7 +232,6 @@ def minres_start(
         r2.v[i] = bk
         w1.v[i] = wp.vec3()
         w2.v[i] = wp.vec3()
-        acc += wp.dot(bk, y.v[i])
     for k in range(lane, rs.count, world_lanes()):
         i = w * rs.rows + row_index(k, rs)
         b_ = b.l[i]
@@ -255,8 +240,7 @@ def minres_start(
         r2.l[i] = b_
         w1.l[i] = 0.0
         w2.l[i] = 0.0
-        acc += b_ * y.l[i]
-    beta1 = wp.sqrt(wp.max(world_sum(acc), 0.0))
+    beta1 = wp.sqrt(wp.max(world_sum(by), 0.0))
     sc = MinresScalars()
     sc.beta = beta1
     sc.beta1 = beta1
@@ -273,31 +257,38 @@ def minres_start(
 
 
 @wp.func
+def lanczos_factor(sc: MinresScalars) -> float:
+    """β/β_old, the factor of r1 in the Lanczos step y −= (β/β_old)·r1; 0 in the first iteration (β_old = 0,
+    minres_start)."""
+    c = float(0.0)
+    if sc.oldb > 0.0:
+        c = sc.beta / sc.oldb
+    return c
+
+
+@wp.func
 def minres_lanczos(
     w: int,
     lane: int,
     particles: int,
     rs: RowSet,
     row_sign: float,
+    c: float,
+    vy: float,
     sc: MinresScalars,
     v: SaddleVector,
     y: SaddleVector,
     r1: SaddleVector,
     r2: SaddleVector,
 ) -> float:
-    """The Lanczos recurrence on y = A v: y −= (β/β_old)·r1 (from the second iteration on: β_old = 0 before),
-    α = v·y, then y −= (α/β)·r2, r1 = r2, r2 = y; returns α. The row part of y arrives multiplied by ``row_sign``
+    """The Lanczos recurrence on y = A v: y −= c·r1 (c = lanczos_factor), α = v·y, then y −= (α/β)·r2, r1 = r2,
+    r2 = y; returns α. The particle part of y arrives with c·r1 subtracted and ``vy`` is the lane's part of v·y on
+    it (the product did both as it wrote y, kernels/saddle.py); the row part arrives multiplied by ``row_sign``
     (−1 when the product left the saddle operator's sign to this function)."""
-    c = float(0.0)
-    if sc.oldb > 0.0:  # β_old is 0 in the first iteration (minres_start)
-        c = sc.beta / sc.oldb
     lanes = world_lanes()
     free = rs.count
     step = batch_step(lanes)
-    acc = float(0.0)
-    for k0 in range(lane, particles, step):
-        idx = lane_batch(w * particles, k0, lanes, particles)
-        acc = lanczos_subtract_batch(acc, idx, k0, lanes, particles, 1.0, c, v.v, y.v, r1.v)
+    acc = vy
     for k0 in range(lane, free, step):
         idx = row_batch(w, k0, lanes, rs)
         acc = lanczos_subtract_batch(acc, idx, k0, lanes, free, row_sign, c, v.l, y.l, r1.l)
@@ -320,28 +311,24 @@ def minres_update(
     particles: int,
     rs: RowSet,
     alfa: float,
+    ry: float,
     sc_in: MinresScalars,
-    r2: SaddleVector,
     y: SaddleVector,
     v: SaddleVector,
     w1: SaddleVector,
     w2: SaddleVector,
     x: SaddleVector,
 ) -> MinresScalars:
-    """The rest of one iteration (y = P r2 on entry): β² = r2·y; the QR update of the Lanczos tridiagonal (one Givens
-    rotation) and the step length φ; w_new = (v − ε_old·w2 − δ·w1)/γ, then w2 = w1, w1 = w_new; x += φ·w_new; and the
-    next Lanczos vector v = y/β. Returns the updated scalars."""
+    """The rest of one iteration (y = P r2 on entry, ``ry`` the lane's part of r2·y, which the preconditioner summed
+    as it wrote y): β² = r2·y; the QR update of the Lanczos tridiagonal (one Givens rotation) and the step length φ;
+    w_new = (v − ε_old·w2 − δ·w1)/γ, then w2 = w1, w1 = w_new; x += φ·w_new; and the next Lanczos vector v = y/β.
+    Returns the updated scalars."""
     sc = sc_in
     beta_old = sc.beta
     lanes = world_lanes()
     free = rs.count
     step = batch_step(lanes)
-    acc = float(0.0)
-    for k0 in range(lane, particles, step):
-        acc = dot_batch(acc, lane_batch(w * particles, k0, lanes, particles), k0, lanes, particles, r2.v, y.v)
-    for k0 in range(lane, free, step):
-        acc = dot_batch(acc, row_batch(w, k0, lanes, rs), k0, lanes, free, r2.l, y.l)
-    beta = wp.sqrt(wp.max(world_sum(acc), 0.0))
+    beta = wp.sqrt(wp.max(world_sum(ry), 0.0))
     oldeps = sc.eps
     delta = sc.cs * sc.dbar + sc.sn * alfa
     gbar = sc.sn * sc.dbar - sc.cs * alfa

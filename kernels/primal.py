@@ -218,16 +218,17 @@ def precondition_particle(
     yc: wp.array(dtype=float),
     r: wp.array(dtype=wp.vec3),
     z: wp.array(dtype=wp.vec3),
-):
+) -> float:
     """Particle ``tid``: z = D⁻¹ r + R P A_c⁻¹ Pᵀ Rᵀ r (additive two-level, ``node_index``/``node_weight``: the
     particles' 8 coarse nodes, in slices of ``slice_width`` particles, kernels/block.py, sliced_row); 0 on
-    kinematic particles."""
+    kinematic particles. Returns r·z, the particle's term of the preconditioned inner product."""
     w = tid // particles_per_world
     p = tid - w * particles_per_world
     # the loads are unconditional where they can be (the clamped node of an empty slot, the quotient of a
     # kinematic particle are discarded), so that a GPU lane issues them together instead of one after another
     d = diag[p]
-    out = r[tid] / d
+    rp = r[tid]
+    out = rp / d
     c = body_of_particle[p]
     if use_coarse != 0 and c >= 0:
         R = rotation[w * bodies_per_world + c]
@@ -253,6 +254,7 @@ def precondition_particle(
     if d <= 0.0:
         out = wp.vec3()
     z[tid] = out
+    return wp.dot(rp, out)
 
 
 # ------------------------------------------------------------------ scaled warm start

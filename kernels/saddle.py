@@ -16,6 +16,7 @@ from .minres import (
     MinresScalars,
     RowSet,
     SaddleVector,
+    lanczos_factor,
     minres_lanczos,
     minres_start,
     minres_update,
@@ -116,15 +117,15 @@ class PrimalData:
 
 #: the phases of one MINRES iteration that the solve's timers tell apart (PrimalData.phase_cycles, worlds · phases)
 SOLVE_PHASES = (
-    "product_particles",  # A x_v − J_pᵀ x_l per particle
+    "product_particles",  # A x_v − J_pᵀ x_l per particle, with the Lanczos step's y −= c·r1 and v·y on it
     "product_bodies",  # J_bᵀ x_l per rigid body
     "product_rows",  # J M⁻¹ (…) + C x_l per row
-    "lanczos",  # the Lanczos recurrence and its dot products
+    "lanczos",  # the rest of the Lanczos recurrence: the rows' part of y −= c·r1 and v·y, α, y −= (α/β)·r2
     "precondition_coarse",  # the coarse correction's restriction and solve
     "precondition_particles",  # D⁻¹ and the coarse prolongation per particle
     "precondition_bodies",  # the rows' rigid-body part (Woodbury: J_bᵀD⁻¹r, H⁻¹, the gathers)
-    "precondition_rows",  # the rows' diagonal part
-    "update",  # the MINRES update of the iterate and its scalars
+    "precondition_rows",  # the rows' diagonal part (each preconditioner part sums r·z as it writes z)
+    "update",  # β from r·z, the MINRES update of the iterate and its scalars
 )
 PRODUCT_PARTICLES, PRODUCT_BODIES, PRODUCT_ROWS, LANCZOS = (wp.constant(k) for k in range(4))
 PRECONDITION_COARSE, PRECONDITION_PARTICLES, PRECONDITION_BODIES, PRECONDITION_ROWS, UPDATE = (
@@ -218,27 +219,36 @@ def saddle_product_world(
     x: SaddleVector,
     y: SaddleVector,
     negate_rows: int,
-):
+    c: float,
+    r1: wp.array(dtype=wp.vec3),
+) -> float:
     """y = [[A, −J_pᵀ], [−J_p, −S]] x for world w; with ``negate_rows = 0`` y's row part gets its negative,
     J_p x_v + S x_l (MINRES folds the sign into its Lanczos step). A x_v = M x_v + A_el x_v with the step's block
-    matrix; kinematic particles have identity rows. mass_xv = M x_v, which the row gathers turn back into x_v."""
+    matrix; kinematic particles have identity rows. mass_xv = M x_v, which the row gathers turn back into x_v.
+    The particle part takes MINRES's Lanczos subtraction as it is written, y_v −= c·r1 (c = 0: the product alone),
+    and the lane's part of x_v·y_v is returned, its particles in the order of kernels/minres.py's loops
+    (minres_lanczos adds the rows' part to it)."""
     lanes = world_lanes()
     n = m.particle_count
     t = phase_clock(p)
+    xy = float(0.0)
     for i in range(lane, n, lanes):
         k = w * n + i
         mp = p.mass[i]
+        xk = x.v[k]
+        yk = xk
+        xm = wp.vec3()
         if mp > 0.0:
-            xm = x.v[k] * mp
-            y.v[k] = (
+            xm = xk * mp
+            yk = (
                 xm
                 + block_row_times(w, i, n, p.stiffness, x.v)
                 - particle_transpose_product(m, s.jac, x.l, s.tet_force, 2, w, i)
             )
-            p.mass_xv[k] = xm
-        else:
-            y.v[k] = x.v[k]
-            p.mass_xv[k] = wp.vec3()
+        yk = yk - r1[k] * c
+        y.v[k] = yk
+        p.mass_xv[k] = xm
+        xy += wp.dot(xk, yk)
     t = phase_mark(w, lane, p, PRODUCT_PARTICLES, t)
     if b.body_count > 0:
         scatter_world_bodies(w, lane, m, b, s, x.l, s.body_impulse)  # J_bᵀ x_l (ends at a barrier)
@@ -257,6 +267,7 @@ def saddle_product_world(
     else:
         gather_saddle_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, y.l)
     phase_mark(w, lane, p, PRODUCT_ROWS, t)
+    return xy
 
 
 @wp.func
@@ -270,10 +281,13 @@ def saddle_preconditioner_world(
     rs: RowSet,
     r: SaddleVector,
     z: SaddleVector,
-):
+) -> float:
     """z = blockdiag(two-level A⁻¹ approximation, rows' preconditioner) r for world w: particles D⁻¹ + R P A_c⁻¹ Pᵀ Rᵀ;
     rows their Schur diagonal, or with rigid bodies (D + J_b M_b⁻¹ J_bᵀ)⁻¹ by the Woodbury identity
-    (kernels/body_precond.py)."""
+    (kernels/body_precond.py). Returns the lane's part of r·z, the preconditioned inner product MINRES needs next,
+    summed as z is written: the lane's particles, then its rows, in the order of kernels/minres.py's loops. Each lane
+    writes z on its own entries (those minres walks in the same lane), so the phase ends without a barrier: the block
+    sum of r·z is the next one."""
     lanes = world_lanes()
     n = m.particle_count
     t = phase_clock(p)
@@ -296,8 +310,9 @@ def saddle_preconditioner_world(
             )
         world_sync()
     t = phase_mark(w, lane, p, PRECONDITION_COARSE, t)
+    rz = float(0.0)
     for i in range(lane, n, lanes):
-        precondition_particle(
+        rz += precondition_particle(
             w * n + i,
             n,
             p.nodes,
@@ -342,7 +357,9 @@ def saddle_preconditioner_world(
             ds = gather_batch(p.row_d, idx)
             for j in range(LANE_BATCH):
                 if batch_holds(k0, j, lanes, rs.count):
-                    z.l[idx[j]] = woodbury_row(r_[j], us[j], ds[j])
+                    zj = woodbury_row(r_[j], us[j], ds[j])
+                    z.l[idx[j]] = zj
+                    rz += r_[j] * zj
     else:
         for k0 in range(lane, rs.count, batch_step(lanes)):
             idx = row_batch(w, k0, lanes, rs)
@@ -350,9 +367,11 @@ def saddle_preconditioner_world(
             ds = gather_batch(s.diag, idx)
             for j in range(LANE_BATCH):
                 if batch_holds(k0, j, lanes, rs.count):
-                    z.l[idx[j]] = r_[j] / ds[j]
-    world_sync()
+                    zj = r_[j] / ds[j]
+                    z.l[idx[j]] = zj
+                    rz += r_[j] * zj
     phase_mark(w, lane, p, PRECONDITION_ROWS, t)
+    return rz
 
 
 @wp.func
@@ -370,18 +389,19 @@ def minres_solve_world(
     for k in range(-1, iterations):
         r = p.b
         if k >= 0:
-            saddle_product_world(w, lane, m, b, s, p, rs, p.v, p.y, 0)
+            c = lanczos_factor(sc)
+            vy = saddle_product_world(w, lane, m, b, s, p, rs, p.v, p.y, 0, c, p.r1.v)
             t = phase_clock(p)
-            alfa = minres_lanczos(w, lane, n, rs, -1.0, sc, p.v, p.y, p.r1, p.r2)
+            alfa = minres_lanczos(w, lane, n, rs, -1.0, c, vy, sc, p.v, p.y, p.r1, p.r2)
             world_sync()
             phase_mark(w, lane, p, LANCZOS, t)
             r = p.r2
-        saddle_preconditioner_world(w, lane, m, b, s, p, rs, r, p.y)
+        rz = saddle_preconditioner_world(w, lane, m, b, s, p, rs, r, p.y)
         t = phase_clock(p)
         if k < 0:
-            sc = minres_start(w, lane, n, rs, p.b, p.y, p.x, p.r1, p.r2, p.w1, p.w2, p.v)
+            sc = minres_start(w, lane, n, rs, rz, p.b, p.y, p.x, p.r1, p.r2, p.w1, p.w2, p.v)
         else:
-            sc = minres_update(w, lane, n, rs, alfa, sc, p.r2, p.y, p.v, p.w1, p.w2, p.x)
+            sc = minres_update(w, lane, n, rs, alfa, rz, sc, p.y, p.v, p.w1, p.w2, p.x)
         world_sync()
         phase_mark(w, lane, p, UPDATE, t)
         if k >= 0 and s.linear_tolerance > 0.0 and sc.phibar <= s.linear_tolerance * sc.beta1:

@@ -58,7 +58,7 @@ def saddle_product(
     """The saddle operator on (x.v, x.l) for every world (saddle_product_world)."""
     block, thread = wp.tid()
     w, lane = world_index(block, thread)
-    saddle_product_world(w, lane, m, b, s, p, saddle_rows(w, m, s, p), x, y, negate_rows)
+    saddle_product_world(w, lane, m, b, s, p, saddle_rows(w, m, s, p), x, y, negate_rows, 0.0, p.zero_particles)
 
 
 @wp.kernel
