@@ -197,8 +197,8 @@ def warm_start(
     for t in range(lane, n, lanes):
         rotate_gradients(w * n + t, m, s.jac, p.stiffness.rotated)
     world_sync()
-    for k in range(lane, p.stiffness.slots_per_world, lanes):
-        assemble_block(w, k, m, p.tet_lame, p.stiffness)
+    for u in range(lane, p.stiffness.upper_count, lanes):
+        assemble_block(w, u, m, p.tet_lame, p.stiffness)
     phase_mark(w, lane, p, STIFFNESS, clock)
     n = m.particle_count
     for i in range(lane, n, lanes):

@@ -26,10 +26,11 @@ class StiffnessPattern:
     """The block pattern of one world in slices of ``slice_width`` block rows (softsnake/sim/stiffness.py,
     sliced_layout): block j of particle p's row in slot ``row_first[p] + j · slice_width`` (``row_length[p]`` blocks,
     in column order), its column ``col`` and contributions (CSR ``contrib_start`` over ``contrib``: 16·tet + 4·a + b,
-    and ``contrib_gg``: g_a·g_b) per slot; ``blocks`` the blocks' 9 entries per slot and world (``block_offset``) and
-    ``rotated`` (worlds · tets · 4) scratch. A slice is a warp's rows on a GPU (32), so that its lanes read their
-    j-th blocks from consecutive addresses, entry by entry; 1 on the CPU, which is CSR with each block's entries
-    together."""
+    and ``contrib_gg``: g_a·g_b) per slot; the ``upper_count`` slots ``upper`` of the blocks on and right of the
+    diagonal and the slots ``mirror`` of their transposes; ``blocks`` the blocks' 9 entries per slot and world
+    (``block_offset``) and ``rotated`` (worlds · tets · 4) scratch. A slice is a warp's rows on a GPU (32), so that
+    its lanes read their j-th blocks from consecutive addresses, entry by entry; 1 on the CPU, which is CSR with each
+    block's entries together."""
 
     slots_per_world: int
     slice_width: int
@@ -39,6 +40,9 @@ class StiffnessPattern:
     contrib_start: wp.array(dtype=int)
     contrib: wp.array(dtype=int)
     contrib_gg: wp.array(dtype=float)
+    upper_count: int
+    upper: wp.array(dtype=int)
+    mirror: wp.array(dtype=int)
     blocks: wp.array(dtype=float)
     block_matrices: wp.array(dtype=wp.mat33)  # ``blocks`` as 3×3 matrices, the same memory (read at slice_width 1)
     rotated: wp.array(dtype=wp.vec3)
@@ -72,9 +76,23 @@ def block_offset(w: int, k: int, sp: StiffnessPattern) -> int:
 
 
 @wp.func
-def assemble_block(w: int, k: int, m: ModelData, lame: wp.array(dtype=wp.vec2), sp: StiffnessPattern):
-    """Slot k's block of world w: Σ over its contributions of λ' r_a r_bᵀ + μ' ((g_a·g_b) I + r_b r_aᵀ), in order
-    (0 in a padding slot)."""
+def store_block(w: int, k: int, sp: StiffnessPattern, K: wp.mat33):
+    """K into slot k of world w (``block_matrices`` at slice width 1, else entry by entry: block_offset)."""
+    if sp.slice_width == 1:
+        sp.block_matrices[w * sp.slots_per_world + k] = K
+    else:
+        o = block_offset(w, k, sp)
+        for e in range(9):
+            sp.blocks[o + e * sp.slice_width] = K[e // 3, e % 3]
+
+
+@wp.func
+def assemble_block(w: int, u: int, m: ModelData, lame: wp.array(dtype=wp.vec2), sp: StiffnessPattern):
+    """The u-th upper block of world w (slot ``sp.upper[u]``): Σ over its contributions of
+    λ' r_a r_bᵀ + μ' ((g_a·g_b) I + r_b r_aᵀ), in order, and its transpose into the mirror slot. The mirror's own
+    sum, taken over the same tets in the same order with a and b swapped, has the same products and sums entry by
+    entry (only the outer products' factors trade places), so the transpose is that block to the bit."""
+    k = sp.upper[u]
     K = wp.mat33()
     base = 4 * w * m.tet_count
     for c in range(sp.contrib_start[k], sp.contrib_start[k + 1]):
@@ -86,12 +104,10 @@ def assemble_block(w: int, k: int, m: ModelData, lame: wp.array(dtype=wp.vec2), 
         rb = sp.rotated[base + 4 * t + bb]
         l = lame[t]
         K += l[0] * wp.outer(ra, rb) + l[1] * (sp.contrib_gg[c] * wp.identity(n=3, dtype=float) + wp.outer(rb, ra))
-    if sp.slice_width == 1:
-        sp.block_matrices[w * sp.slots_per_world + k] = K
-    else:
-        o = block_offset(w, k, sp)
-        for e in range(9):
-            sp.blocks[o + e * sp.slice_width] = K[e // 3, e % 3]
+    store_block(w, k, sp, K)
+    km = sp.mirror[u]
+    if km != k:
+        store_block(w, km, sp, wp.transpose(K))
 
 
 @wp.func

@@ -247,10 +247,11 @@ def test_bad_solver_settings():
 
 
 def test_lane_major_layouts_hold_every_entry_and_leave_the_step_alone():
-    """The linear solve's tables in slices of rows (SolverConfig.slice_width; a warp's 32 rows on a GPU): every block
-    of the elastic matrix's CSR pattern sits in its row's slot j (kernels/stiffness.py), padding slots hold nothing,
-    and the snake's step (its elastic blocks, coarse nodes and coarse and rigid-body inverses all sliced) is the same
-    bit for bit at widths 1, 8 and 32 (260 particles: slices that end mid-mesh)."""
+    """The linear solve's tables in slices of rows (SolverConfig.slice_width; a warp's 32 rows on a GPU): every block of
+    the elastic matrix's CSR pattern sits in its row's slot j (kernels/stiffness.py), padding slots hold nothing, the
+    upper blocks and their mirrors cover the pattern, and the snake's step (its elastic blocks, coarse nodes and coarse
+    and rigid-body inverses all sliced) is the same bit for bit at widths 1, 8 and 32 (260 particles: slices that end
+    mid-mesh)."""
     import dataclasses
 
     from softsnake.robots.snake import SnakeConfig, build_snake
@@ -272,6 +273,20 @@ def test_lane_major_layouts_hold_every_entry_and_leave_the_step_alone():
             assert np.array_equal(sliced.contrib[mine], pattern.contrib[theirs])
         filled[slots] = True
     assert np.all(np.diff(sliced.contrib_start)[~filled] == 0)
+    # the step assembles the blocks on and right of the diagonal and writes each one's transpose into its mirror:
+    # between them every filled slot once, the mirror of block (i, j) at (j, i) with the same tets in the same order
+    row = np.full(sliced.slot_count, -1)
+    for p in range(model.particle_count):
+        row[sliced.row_first[p] + 32 * np.arange(sliced.row_length[p])] = p
+    written = np.concatenate([sliced.upper, sliced.mirror[sliced.mirror != sliced.upper]])
+    assert np.array_equal(np.sort(written), np.nonzero(filled)[0])
+    assert np.all(sliced.col[sliced.upper] >= row[sliced.upper])
+    assert np.array_equal(row[sliced.mirror], sliced.col[sliced.upper])
+    assert np.array_equal(sliced.col[sliced.mirror], row[sliced.upper])
+    for k, km in zip(sliced.upper, sliced.mirror, strict=True):
+        ours = sliced.contrib[sliced.contrib_start[k] : sliced.contrib_start[k + 1]]
+        theirs = sliced.contrib[sliced.contrib_start[km] : sliced.contrib_start[km + 1]]
+        assert np.array_equal(ours // 16, theirs // 16) and np.array_equal(ours % 4, (theirs // 4) % 4)
     out = []
     for width in (1, 8, 32):
         run = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, slice_width=width))

@@ -105,6 +105,7 @@ class PrimalStep:
         sp.row_first, sp.row_length, sp.col = i32(pattern.row_first), i32(pattern.row_length), i32(pattern.col)
         sp.contrib_start, sp.contrib = i32(pattern.contrib_start), i32(pattern.contrib)
         sp.contrib_gg = f32(pattern.contrib_gg)
+        sp.upper_count, sp.upper, sp.mirror = len(pattern.upper), i32(pattern.upper), i32(pattern.mirror)
         sp.blocks = wp.zeros(9 * max(W * pattern.slot_count, 1), dtype=float, device=dev)
         sp.block_matrices = wp.array(ptr=sp.blocks.ptr, dtype=wp.mat33, shape=(sp.blocks.shape[0] // 9,), device=dev)
         sp.rotated = wp.zeros(max(4 * W * m.tet_count, 1), dtype=wp.vec3, device=dev)

@@ -68,7 +68,10 @@ class SlicedPattern:
     holds rows s·width … and ``width`` · (its longest row's length) slots, where block j of row p sits in slot
     ``row_first[p] + j · width``, so the lanes of a warp that multiply ``width`` consecutive rows read their j-th
     blocks (and columns) from consecutive slots. Slots past a row's end are padding: column 0, no contributions.
-    ``width`` = 1 is the plain CSR order. ``contrib_start`` (slots + 1,) indexes ``contrib``/``contrib_gg`` per slot."""
+    ``width`` = 1 is the plain CSR order. ``contrib_start`` (slots + 1,) indexes ``contrib``/``contrib_gg`` per slot.
+    ``upper`` lists the slots of the blocks (i, j) with j ≥ i in slot order, ``mirror`` the slot of each one's (j, i):
+    K is symmetric, and block (j, i) sums the same tets in the same order with a and b swapped, so it is block (i, j)
+    transposed to the bit, and the step assembles the upper blocks alone (kernels/stiffness.py, assemble_block)."""
 
     width: int
     row_first: np.ndarray
@@ -77,6 +80,8 @@ class SlicedPattern:
     contrib_start: np.ndarray
     contrib: np.ndarray
     contrib_gg: np.ndarray
+    upper: np.ndarray
+    mirror: np.ndarray
 
     @property
     def slot_count(self) -> int:
@@ -105,6 +110,13 @@ def sliced_layout(pattern: BlockPattern, width: int) -> SlicedPattern:
     contrib_start = np.concatenate([[0], np.cumsum(count)])
     # each block's contribution list, moved whole (in its order) to its slot's place in the slot order
     take = np.argsort(np.repeat(slot, np.diff(pattern.contrib_start)), kind="stable")
+    # the CSR blocks are in (row, column) order, so block (j, i) is found by its key j·rows + i
+    key = csr_row * rows + pattern.col
+    transpose = np.searchsorted(key, pattern.col * rows + csr_row)
+    if not np.array_equal(key[transpose], pattern.col * rows + csr_row):
+        raise ValueError("the block pattern is not symmetric")
+    upper = np.nonzero(pattern.col >= csr_row)[0]
+    order = np.argsort(slot[upper])
     return SlicedPattern(
         width=width,
         row_first=row_first,
@@ -113,4 +125,6 @@ def sliced_layout(pattern: BlockPattern, width: int) -> SlicedPattern:
         contrib_start=contrib_start,
         contrib=pattern.contrib[take],
         contrib_gg=pattern.contrib_gg[take],
+        upper=slot[upper][order],
+        mirror=slot[transpose[upper]][order],
     )
