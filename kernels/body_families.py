@@ -74,9 +74,7 @@ def body_rows_gather(
             m,
             b,
             s.bjac,
-            s.h,
-            s.body_x_start,
-            s.body_v,
+            s.body_inv_inertia,
             particle_impulse,
             body_impulse,
             s.jac.row_compliance,
@@ -271,9 +269,7 @@ def body_contact_gather(
 ):
     n = b.body_contact_count
     for k in range(lane, n, world_lanes()):
-        gather_body_contact(
-            w * n + k, m, b, s.bjac, s.h, s.body_x_start, s.body_v, body_impulse, s.jac.row_compliance, x, y
-        )
+        gather_body_contact(w * n + k, m, b, s.bjac, s.body_inv_inertia, body_impulse, s.jac.row_compliance, x, y)
 
 
 @wp.func
@@ -368,9 +364,7 @@ def particle_body_gather(
 ):
     n = m.particle_body_count
     for k in range(lane, n, world_lanes()):
-        gather_particle_body_contact(
-            w * n + k, m, b, s.jac, s.h, s.body_x_start, s.body_v, particle_impulse, body_impulse, x, y
-        )
+        gather_particle_body_contact(w * n + k, m, b, s.jac, s.body_inv_inertia, particle_impulse, body_impulse, x, y)
 
 
 @wp.func

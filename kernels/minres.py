@@ -105,18 +105,6 @@ def row_batch(w: int, k0: int, lanes: int, rs: RowSet) -> wp.vec4i:
 
 
 @wp.func
-def inner(a: wp.vec3, b: wp.vec3) -> float:
-    """a·b of two particle entries."""
-    return wp.dot(a, b)
-
-
-@wp.func
-def inner(a: float, b: float) -> float:  # noqa: F811 (a Warp overload)
-    """a·b of two row entries."""
-    return a * b
-
-
-@wp.func
 def lanczos_subtract_batch(
     acc: float,
     idx: wp.vec4i,
@@ -125,11 +113,12 @@ def lanczos_subtract_batch(
     count: int,
     sign: float,
     c: float,
-    v: wp.array(dtype=Any),
-    y: wp.array(dtype=Any),
-    r1: wp.array(dtype=Any),
+    v: wp.array(dtype=float),
+    y: wp.array(dtype=float),
+    r1: wp.array(dtype=float),
 ):
-    """y = sign·y − c·r1 on a lane's batch; returns acc + Σ v·y over it, in element order."""
+    """y = sign·y − c·r1 on a lane's batch of rows; returns acc + Σ v·y over it, in element order (the particles'
+    part is the product's, kernels/saddle.py)."""
     y_ = gather_batch(y, idx)
     r_ = gather_batch(r1, idx)
     v_ = gather_batch(v, idx)
@@ -138,7 +127,7 @@ def lanczos_subtract_batch(
         if batch_holds(k0, j, lanes, count):
             yj = sign * y_[j] - r_[j] * c
             y[idx[j]] = yj
-            out += inner(v_[j], yj)
+            out += v_[j] * yj
     return out
 
 

@@ -62,15 +62,6 @@ def world_inverse_inertia(q: wp.quat, inv_inertia_body: wp.mat33) -> wp.mat33:
 
 
 @wp.func
-def body_velocity_change(b: BodyData, body: int, pose: wp.transform, impulse: wp.spatial_vector) -> wp.spatial_vector:
-    """M⁻¹ · impulse for one body (zero for the world, index −1)."""
-    if body < 0:
-        return wp.spatial_vector()
-    Iinv = world_inverse_inertia(wp.transform_get_rotation(pose), b.body_inv_inertia[body])
-    return spatial(lin(impulse) * b.body_inv_mass[body], Iinv * ang(impulse))
-
-
-@wp.func
 def row_effective_mass(b: BodyData, body: int, pose: wp.transform, l: wp.vec3, a: wp.vec3) -> float:
     """j M⁻¹ jᵀ of one body's part (l, a) of a row."""
     if body < 0:
@@ -214,17 +205,34 @@ def body_pose(
 
 
 @wp.func
+def body_inverse_inertia_at_iterate(
+    b: BodyData,
+    body: int,
+    w: int,
+    x_start: wp.array(dtype=wp.transform),
+    v: wp.array(dtype=wp.spatial_vector),
+    h: float,
+) -> wp.mat33:
+    """R I⁻¹ Rᵀ of body ``body`` ≥ 0 of world w at its pose of the Newton iterate (body_pose) [1/(kg m²)]."""
+    pose = body_pose(b, body, w, x_start, v, h)
+    return world_inverse_inertia(wp.transform_get_rotation(pose), b.body_inv_inertia[body])
+
+
+@wp.func
 def body_velocity(
     b: BodyData,
     body: int,
     w: int,
-    bx_start: wp.array(dtype=wp.transform),
-    bv: wp.array(dtype=wp.spatial_vector),
-    h: float,
+    inv_inertia: wp.array(dtype=wp.mat33),
     body_impulse: wp.array(dtype=wp.spatial_vector),
 ) -> wp.spatial_vector:
-    """M⁻¹ · (the body's impulse) at its current pose."""
-    return body_velocity_change(b, body, body_pose(b, body, w, bx_start, bv, h), body_impulse[w * b.body_count + body])
+    """M⁻¹ · (the body's impulse) at the iterate's pose, with ``inv_inertia`` the world inverse inertias of
+    body_inverse_inertia_at_iterate (StepData.body_inv_inertia); zero for the world (index −1)."""
+    if body < 0:
+        return wp.spatial_vector()
+    k = w * b.body_count + body
+    impulse = body_impulse[k]
+    return spatial(lin(impulse) * b.body_inv_mass[body], inv_inertia[k] * ang(impulse))
 
 
 @wp.func
@@ -430,24 +438,22 @@ def gather_body_row(
     m: ModelData,
     b: BodyData,
     bjac: BodyJacobian,
-    h: float,
-    bx_start: wp.array(dtype=wp.transform),
-    bv: wp.array(dtype=wp.spatial_vector),
+    inv_inertia: wp.array(dtype=wp.mat33),
     particle_impulse: wp.array(dtype=wp.vec3),
     body_impulse: wp.array(dtype=wp.spatial_vector),
     row_compliance: wp.array(dtype=float),
     x: wp.array(dtype=float),
     y: wp.array(dtype=float),
 ):
-    """y = J M⁻¹ (impulse) + C x for attachment or joint ``tid`` (world-major; kernels/rigid_contact.py,
-    gather_body_families, launches it)."""
+    """y = J M⁻¹ (impulse) + C x for attachment or joint ``tid`` (world-major; kernels/body_families.py,
+    body_rows_gather, walks them); ``inv_inertia``: the bodies' world inverse inertias at the iterate."""
     per_world = b.attachment_count + b.joint_count
     w = tid // per_world
     e = tid - w * per_world
     if e < b.attachment_count:
         p = b.attachment_particle[e]
         i = b.attachment_body[e]
-        dv = body_velocity(b, i, w, bx_start, bv, h, body_impulse)
+        dv = body_velocity(b, i, w, inv_inertia, body_impulse)
         arm = bjac.attachment_arm[w * b.attachment_count + e]
         rel = lin(dv) + wp.cross(ang(dv), arm) - particle_impulse[w * m.particle_count + p] * m.particle_inv_mass[p]
         row0 = attachment_row0(m, b, w, e)
@@ -460,9 +466,9 @@ def gather_body_row(
         dvp = wp.spatial_vector()
         dvc = wp.spatial_vector()
         if ip >= 0:
-            dvp = body_velocity(b, ip, w, bx_start, bv, h, body_impulse)
+            dvp = body_velocity(b, ip, w, inv_inertia, body_impulse)
         if ic >= 0:
-            dvc = body_velocity(b, ic, w, bx_start, bv, h, body_impulse)
+            dvc = body_velocity(b, ic, w, inv_inertia, body_impulse)
         row0 = joint_row0(m, b, w, j)
         for r in range(6):
             k = (w * b.joint_count + j) * 6 + r

@@ -306,15 +306,14 @@ def gather_body_contact(
     m: ModelData,
     b: BodyData,
     bjac: BodyJacobian,
-    h: float,
-    bx_start: wp.array(dtype=wp.transform),
-    bv: wp.array(dtype=wp.spatial_vector),
+    inv_inertia: wp.array(dtype=wp.mat33),
     body_impulse: wp.array(dtype=wp.spatial_vector),
     row_compliance: wp.array(dtype=float),
     x: wp.array(dtype=float),
     y: wp.array(dtype=float),
 ):
-    """y = J M⁻¹ (impulse) + C x for the three rows of body contact slot ``tid`` (world-major)."""
+    """y = J M⁻¹ (impulse) + C x for the three rows of body contact slot ``tid`` (world-major); ``inv_inertia``: the
+    bodies' world inverse inertias at the iterate."""
     w = tid // b.body_contact_count
     k = tid - w * b.body_contact_count
     f = k // b.target_count
@@ -327,10 +326,10 @@ def gather_body_contact(
     F = bjac.contact_frame[tid]
     rel = wp.vec3()
     if not contact_slot_off(F):
-        dva = body_velocity(b, ia, w, bx_start, bv, h, body_impulse)
+        dva = body_velocity(b, ia, w, inv_inertia, body_impulse)
         rel = lin(dva) + wp.cross(ang(dva), bjac.contact_arm_a[tid])
         if ib >= 0:
-            dvb = body_velocity(b, ib, w, bx_start, bv, h, body_impulse)
+            dvb = body_velocity(b, ib, w, inv_inertia, body_impulse)
             rel = rel - lin(dvb) - wp.cross(ang(dvb), bjac.contact_arm_b[tid])
     d = F * rel
     for r in range(3):
@@ -487,15 +486,14 @@ def gather_particle_body_contact(
     m: ModelData,
     b: BodyData,
     jac: Jacobian,
-    h: float,
-    bx_start: wp.array(dtype=wp.transform),
-    bv: wp.array(dtype=wp.spatial_vector),
+    inv_inertia: wp.array(dtype=wp.mat33),
     particle_impulse: wp.array(dtype=wp.vec3),
     body_impulse: wp.array(dtype=wp.spatial_vector),
     x: wp.array(dtype=float),
     y: wp.array(dtype=float),
 ):
-    """y = J M⁻¹ (impulse) + C x for the three rows of particle–body-shape slot ``tid`` (world-major)."""
+    """y = J M⁻¹ (impulse) + C x for the three rows of particle–body-shape slot ``tid`` (world-major);
+    ``inv_inertia``: the bodies' world inverse inertias at the iterate."""
     w = tid // m.particle_body_count
     k = tid - w * m.particle_body_count
     slot = particle_body_slot(m, b, k)
@@ -505,7 +503,7 @@ def gather_particle_body_contact(
     F = jac.pb_frame[tid]
     rel = wp.vec3()
     if not contact_slot_off(F):
-        dvb = body_velocity(b, b.body_shape_body[s], w, bx_start, bv, h, body_impulse)
+        dvb = body_velocity(b, b.body_shape_body[s], w, inv_inertia, body_impulse)
         rel = (
             particle_impulse[w * m.particle_count + p] * m.particle_inv_mass[p]
             - lin(dvb)

@@ -29,7 +29,7 @@ from .primal import coarse_partial, coarse_restrict, coarse_solve, precondition_
 from .row_families import BODY_FAMILIES, WITHOUT_TETS_AND_CONTACTS
 from .schur import particle_transpose_product
 from .stiffness import StiffnessPattern, block_row_times
-from .world_rows import body_rows_start, gather_world_rows, scatter_world_bodies
+from .world_rows import body_rows_start, gather_world_rows, scatter_world_bodies, world_inverse_inertias
 
 
 @wp.struct
@@ -383,6 +383,7 @@ def minres_solve_world(
     the right-hand side and starts the recurrence (one call site of the product and of the preconditioner)."""
     n = m.particle_count
     rs = saddle_rows(w, m, s, p)
+    world_inverse_inertias(w, lane, b, s)  # the bodies' M⁻¹ for the gathers, fixed over the solve
     sc = MinresScalars()
     done = iterations
     alfa = float(0.0)

@@ -21,6 +21,7 @@ from .world_rows import (
     restart_merit,
     scatter_world_bodies,
     scatter_world_particles,
+    world_inverse_inertias,
 )
 
 # forward kernels only, rebuilt when any kernel source changes (kernels/block.py, STAGE_MODULE_OPTIONS)
@@ -136,6 +137,7 @@ def warm_start(
     world_sync()
     apply_world_impulses(w, lane, m, b, s, s.lam)
     assemble_world(w, lane, m, b, s, 0, s.scratch_residual, 0)
+    world_inverse_inertias(w, lane, b, s)
     schur_product_world(w, lane, m, b, s, d.p, d.Ap)
     acc_bd = float(0.0)
     acc_dd = float(0.0)
@@ -196,6 +198,7 @@ def newton_solve(
     L = s.linear_iterations
     rr_base = it * (L + 1) * W
     tol_sq = s.linear_tolerance * s.linear_tolerance
+    world_inverse_inertias(w, lane, b, s)  # the bodies' M⁻¹ for the gathers, fixed over the solve
     acc = float(0.0)
     for r in range(lane, R, lanes):
         k = w * R + r

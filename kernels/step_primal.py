@@ -35,6 +35,7 @@ from .world_rows import (
     restart_merit,
     scatter_world_bodies,
     scatter_world_particles,
+    world_inverse_inertias,
 )
 
 # forward kernels only, rebuilt when any kernel source changes (kernels/block.py, STAGE_MODULE_OPTIONS)
@@ -58,6 +59,7 @@ def saddle_product(
     """The saddle operator on (x.v, x.l) for every world (saddle_product_world)."""
     block, thread = wp.tid()
     w, lane = world_index(block, thread)
+    world_inverse_inertias(w, lane, b, s)
     saddle_product_world(w, lane, m, b, s, p, saddle_rows(w, m, s, p), x, y, negate_rows, 0.0, p.zero_particles)
 
 
@@ -77,6 +79,7 @@ def saddle_preconditioner(
     """The preconditioner on (r.v, r.l) for every world (saddle_preconditioner_world)."""
     block, thread = wp.tid()
     w, lane = world_index(block, thread)
+    world_inverse_inertias(w, lane, b, s)
     saddle_preconditioner_world(w, lane, m, b, s, p, saddle_rows(w, m, s, p), r, z)
 
 

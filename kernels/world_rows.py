@@ -12,7 +12,7 @@ import warp as wp
 from .block import world_lanes, world_sync
 from .data import ATTACHMENT, BodyData, ModelData, StepData
 from .integrate import apply_particle_impulse
-from .rigid import apply_body_impulse
+from .rigid import apply_body_impulse, body_inverse_inertia_at_iterate
 from .rigid_contact import body_transpose_range
 from .row_families import ASSEMBLY_BITS, ASSEMBLY_ORDER, FAMILIES
 from .schur import particle_transpose_product
@@ -109,6 +109,18 @@ def scatter_world_bodies(
 
 
 @wp.func
+def world_inverse_inertias(w: int, lane: int, b: BodyData, s: StepData):
+    """s.body_inv_inertia = R I⁻¹ Rᵀ of world w's bodies at their poses of the iterate, which the gathers' M⁻¹ reads
+    (gather_world_rows): once per linear solve, where every row's gather evaluated the pose and the rotated inertia of
+    its bodies anew in each product. Ends at a barrier (none without bodies)."""
+    n = b.body_count
+    if n > 0:
+        for i in range(lane, n, world_lanes()):
+            s.body_inv_inertia[w * n + i] = body_inverse_inertia_at_iterate(b, i, w, s.body_x_start, s.body_v, s.h)
+        world_sync()
+
+
+@wp.func
 def gather_world_rows(
     w: int,
     lane: int,
@@ -122,7 +134,8 @@ def gather_world_rows(
     families: int,
 ):
     """y = J M⁻¹ (particle_impulse, body_impulse) + C x on the rows of world w of the families in the bit mask
-    ``families`` (row_families.ALL_FAMILIES, WITHOUT_TETS_AND_CONTACTS, BODY_FAMILIES)."""
+    ``families`` (row_families.ALL_FAMILIES, WITHOUT_TETS_AND_CONTACTS, BODY_FAMILIES). The rigid bodies' M⁻¹ reads
+    s.body_inv_inertia: the stage refreshes it (world_inverse_inertias) after the bodies' velocities last changed."""
     for f in range(wp.static(len(FAMILIES))):
         if (families >> f) & 1 != 0:
             wp.static(FAMILIES[f].gather)(w, lane, m, b, s, particle_impulse, body_impulse, x, y)

@@ -307,6 +307,7 @@ class Solver:
             wp.zeros(nb, dtype=wp.spatial_vector, device=dev) for _ in range(4)
         )
         s.body_momentum = wp.zeros(nb, dtype=wp.vec3, device=dev)
+        s.body_inv_inertia = wp.zeros(nb, dtype=wp.mat33, device=dev)
         s.body_chunk_sum = wp.zeros(max(W * m.body_chunks, 1), dtype=wp.spatial_vector, device=dev)
         s.lam, s.dlam, s.rhs, s.diag, s.back = (rows() for _ in range(5))
         s.contact_lam_n_prev = wp.zeros(W * m.contact_count, dtype=float, device=dev)
