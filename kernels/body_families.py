@@ -44,6 +44,7 @@ def body_rows_assemble(
             s.v,
             s.body_x_start,
             s.body_v,
+            s.body_inv_inertia,
             s.lam,
             s.bjac,
             s.jac.row_compliance,
@@ -98,9 +99,7 @@ def body_rows_row_d(
 ):
     n = b.attachment_count + b.joint_count
     for k in range(first + lane, last, world_lanes()):
-        attachment_and_joint_row_d(
-            w * n + k, m, b, s.bjac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, row_weight
-        )
+        attachment_and_joint_row_d(w * n + k, m, b, s.bjac, bb, s.body_inv_inertia, s.diag, row_d, row_weight)
 
 
 @wp.func
@@ -224,6 +223,7 @@ def body_contact_rows(
             s.body_x_start,
             s.body_v_start,
             s.body_v,
+            s.body_inv_inertia,
             s.shape_mu,
             s.body_contact_lam_n_prev,
             s.lam,
@@ -295,7 +295,7 @@ def body_contact_row_d(
 ):
     n = b.body_contact_count
     for k in range(lane, n, world_lanes()):
-        body_contact_slot_row_d(w * n + k, m, b, s.bjac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, row_weight)
+        body_contact_slot_row_d(w * n + k, m, b, s.bjac, bb, s.body_inv_inertia, s.diag, row_d, row_weight)
 
 
 @wp.func
@@ -321,6 +321,7 @@ def particle_body_rows(
             s.body_x_start,
             s.body_v_start,
             s.body_v,
+            s.body_inv_inertia,
             s.particle_body_lam_n_prev,
             s.lam,
             s.jac,
@@ -390,4 +391,4 @@ def particle_body_row_d(
 ):
     n = m.particle_body_count
     for k in range(lane, n, world_lanes()):
-        particle_body_slot_row_d(w * n + k, m, b, s.jac, bb, s.h, s.body_x_start, s.body_v, s.diag, row_d, row_weight)
+        particle_body_slot_row_d(w * n + k, m, b, s.jac, bb, s.body_inv_inertia, s.diag, row_d, row_weight)

@@ -112,16 +112,19 @@ def set_body_row_d(
     diag: wp.array(dtype=float),
     row_d: wp.array(dtype=float),
     row_weight: wp.array(dtype=float),
+    w: int,
+    inv_inertia: wp.array(dtype=wp.mat33),
     ba: int,
-    pa: wp.transform,
     ga: wp.spatial_vector,
     bq: int,
-    pq: wp.transform,
     gq: wp.spatial_vector,
 ):
-    """D of one row acting on bodies (its diagonal where the body part vanishes) and its weight in H, 1/D (0 where
-    the body part vanishes: the row adds nothing to H)."""
-    part = row_effective_mass(b, ba, pa, lin(ga), ang(ga)) + row_effective_mass(b, bq, pq, lin(gq), ang(gq))
+    """D of one row of world w acting on bodies ba and bq (its diagonal where the body part vanishes) and its weight
+    in H, 1/D (0 where the body part vanishes: the row adds nothing to H); ``inv_inertia``: the bodies' world inverse
+    inertias at the iterate."""
+    part = row_effective_mass(b, ba, w, inv_inertia, lin(ga), ang(ga)) + row_effective_mass(
+        b, bq, w, inv_inertia, lin(gq), ang(gq)
+    )
     if part > 0.0:
         d = wp.max(diag[row] - part, bb.floor * part)  # the rest, floored at ε × the body part
         row_d[row] = d
@@ -139,9 +142,7 @@ def attachment_and_joint_row_d(
     b: BodyData,
     bj: BodyJacobian,
     bb: BodyBlocks,
-    h: float,
-    bx_start: wp.array(dtype=wp.transform),
-    bv: wp.array(dtype=wp.spatial_vector),
+    inv_inertia: wp.array(dtype=wp.mat33),
     diag: wp.array(dtype=float),
     row_d: wp.array(dtype=float),
     row_weight: wp.array(dtype=float),
@@ -152,24 +153,21 @@ def attachment_and_joint_row_d(
     e = tid - w * per_world
     if e < b.attachment_count:
         i = b.attachment_body[e]
-        pose = body_pose(b, i, w, bx_start, bv, h)
         arm = bj.attachment_arm[w * b.attachment_count + e]
         row0 = attachment_row0(m, b, w, e)
         for r in range(3):
             g = attachment_row_jacobian(arm, r)
-            set_body_row_d(row0 + r, b, bb, diag, row_d, row_weight, i, pose, g, -1, pose, wp.spatial_vector())
+            set_body_row_d(row0 + r, b, bb, diag, row_d, row_weight, w, inv_inertia, i, g, -1, wp.spatial_vector())
     else:
         j = e - b.attachment_count
         ip = b.joint_parent[j]
         ic = b.joint_child[j]
-        pp = body_pose(b, ip, w, bx_start, bv, h)
-        pc = body_pose(b, ic, w, bx_start, bv, h)
         row0 = joint_row0(m, b, w, j)
         for r in range(6):
             k = (w * b.joint_count + j) * 6 + r
             gc = joint_child_jacobian(bj, k)
             gp = joint_parent_jacobian(bj, k)
-            set_body_row_d(row0 + r, b, bb, diag, row_d, row_weight, ic, pc, gc, ip, pp, gp)
+            set_body_row_d(row0 + r, b, bb, diag, row_d, row_weight, w, inv_inertia, ic, gc, ip, gp)
 
 
 @wp.func
@@ -179,9 +177,7 @@ def body_contact_slot_row_d(
     b: BodyData,
     bj: BodyJacobian,
     bb: BodyBlocks,
-    h: float,
-    bx_start: wp.array(dtype=wp.transform),
-    bv: wp.array(dtype=wp.spatial_vector),
+    inv_inertia: wp.array(dtype=wp.mat33),
     diag: wp.array(dtype=float),
     row_d: wp.array(dtype=float),
     row_weight: wp.array(dtype=float),
@@ -199,12 +195,10 @@ def body_contact_slot_row_d(
     f = k // b.target_count
     ia = b.feature_body[f]
     ib = target_body(m, b, k - f * b.target_count)
-    pa = body_pose(b, ia, w, bx_start, bv, h)
-    pb = body_pose(b, ib, w, bx_start, bv, h)
     for r in range(3):
         ga = contact_row_jacobian(F, r, bj.contact_arm_a[tid], 1.0)
         gb = contact_row_jacobian(F, r, bj.contact_arm_b[tid], -1.0)
-        set_body_row_d(row0 + r, b, bb, diag, row_d, row_weight, ia, pa, ga, ib, pb, gb)
+        set_body_row_d(row0 + r, b, bb, diag, row_d, row_weight, w, inv_inertia, ia, ga, ib, gb)
 
 
 @wp.func
@@ -214,9 +208,7 @@ def particle_body_slot_row_d(
     b: BodyData,
     jac: Jacobian,
     bb: BodyBlocks,
-    h: float,
-    bx_start: wp.array(dtype=wp.transform),
-    bv: wp.array(dtype=wp.spatial_vector),
+    inv_inertia: wp.array(dtype=wp.mat33),
     diag: wp.array(dtype=float),
     row_d: wp.array(dtype=float),
     row_weight: wp.array(dtype=float),
@@ -232,10 +224,9 @@ def particle_body_slot_row_d(
             row_weight[row0 + r] = 0.0
         return
     ib = b.body_shape_body[particle_body_slot(m, b, k)[1]]
-    pose = body_pose(b, ib, w, bx_start, bv, h)
     for r in range(3):
         g = contact_row_jacobian(F, r, jac.pb_arm[tid], -1.0)
-        set_body_row_d(row0 + r, b, bb, diag, row_d, row_weight, ib, pose, g, -1, pose, wp.spatial_vector())
+        set_body_row_d(row0 + r, b, bb, diag, row_d, row_weight, w, inv_inertia, ib, g, -1, wp.spatial_vector())
 
 
 # --------------------------------------------------------------------- H, summed per body row in a fixed order

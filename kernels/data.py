@@ -251,8 +251,9 @@ class StepData:
     body_v_start: wp.array(dtype=wp.spatial_vector)
     body_v: wp.array(dtype=wp.spatial_vector)
     body_impulse: wp.array(dtype=wp.spatial_vector)
-    # the world inverse inertia R I⁻¹ Rᵀ at each body's pose of the iterate, which the row gathers read; refreshed by
-    # the stages that gather (world_rows.py, world_inverse_inertias) after the bodies' velocities last changed
+    # the world inverse inertia R I⁻¹ Rᵀ at each body's pose of the iterate, which the rows' assembly, gathers and D
+    # read; evaluated by the stages that read it (world_rows.py, world_inverse_inertias) after the bodies' velocities
+    # last changed
     body_inv_inertia: wp.array(dtype=wp.mat33)
     body_chunk_sum: wp.array(dtype=wp.spatial_vector)  # J_bᵀx per incidence chunk (worlds · chunks; scratch)
     body_momentum: wp.array(dtype=wp.vec3)

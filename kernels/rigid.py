@@ -62,12 +62,14 @@ def world_inverse_inertia(q: wp.quat, inv_inertia_body: wp.mat33) -> wp.mat33:
 
 
 @wp.func
-def row_effective_mass(b: BodyData, body: int, pose: wp.transform, l: wp.vec3, a: wp.vec3) -> float:
-    """j M⁻¹ jᵀ of one body's part (l, a) of a row."""
+def row_effective_mass(
+    b: BodyData, body: int, w: int, inv_inertia: wp.array(dtype=wp.mat33), l: wp.vec3, a: wp.vec3
+) -> float:
+    """j M⁻¹ jᵀ of one body's part (l, a) of a row of world w, with ``inv_inertia`` the bodies' world inverse
+    inertias at the iterate (StepData.body_inv_inertia, body_inverse_inertia_at_iterate); 0 for the world (−1)."""
     if body < 0:
         return 0.0
-    Iinv = world_inverse_inertia(wp.transform_get_rotation(pose), b.body_inv_inertia[body])
-    return b.body_inv_mass[body] * wp.dot(l, l) + wp.dot(a, Iinv * a)
+    return b.body_inv_mass[body] * wp.dot(l, l) + wp.dot(a, inv_inertia[w * b.body_count + body] * a)
 
 
 @wp.func
@@ -271,6 +273,7 @@ def assemble_body_row(
     v: wp.array(dtype=wp.vec3),
     bx_start: wp.array(dtype=wp.transform),
     bv: wp.array(dtype=wp.spatial_vector),
+    inv_inertia: wp.array(dtype=wp.mat33),
     lam: wp.array(dtype=float),
     bjac: BodyJacobian,
     row_compliance: wp.array(dtype=float),
@@ -305,7 +308,7 @@ def assemble_body_row(
             phi = err[r] / h + comp * lam[row0 + r]
             rhs[row0 + r] = -phi
             row_compliance[row0 + r] = comp
-            diag[row0 + r] = row_effective_mass(b, i, pose, ek, a) + m.particle_inv_mass[p] + comp + 1.0e-12
+            diag[row0 + r] = row_effective_mass(b, i, w, inv_inertia, ek, a) + m.particle_inv_mass[p] + comp + 1.0e-12
             res += phi * phi
     else:
         j = e - b.attachment_count
@@ -424,7 +427,10 @@ def assemble_body_row(
             row_compliance[row0 + r] = comp
             rhs[row0 + r] = -phi
             diag[row0 + r] = (
-                row_effective_mass(b, ip, pose_p, -l, ap) + row_effective_mass(b, ic, pose_c, l, ac) + comp + 1.0e-12
+                row_effective_mass(b, ip, w, inv_inertia, -l, ap)
+                + row_effective_mass(b, ic, w, inv_inertia, l, ac)
+                + comp
+                + 1.0e-12
             )
             res += phi * phi
     if res > 0.0:  # (a NaN stays out of the merit)

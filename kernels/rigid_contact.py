@@ -159,6 +159,7 @@ def assemble_body_contact(
     bx_start: wp.array(dtype=wp.transform),
     bv_lin: wp.array(dtype=wp.spatial_vector),
     bv: wp.array(dtype=wp.spatial_vector),
+    inv_inertia: wp.array(dtype=wp.mat33),
     shape_mu: wp.array(dtype=wp.vec2),
     lam_n_prev: wp.array(dtype=float),
     lam: wp.array(dtype=float),
@@ -260,23 +261,20 @@ def assemble_body_contact(
         gap = sd[0] - cp[3]
         arm_a = bjac.contact_arm_a[kk]
         arm_b = bjac.contact_arm_b[kk]
-        pose_b = wp.transform_identity()
-        if ib >= 0:
-            pose_b = body_pose(b, ib, w, bx_start, bv, h)
         va = body_vel(b, ia, w, bv)
         vb = body_vel(b, ib, w, bv)
         u = lin(va) + wp.cross(ang(va), arm_a) - lin(vb) - wp.cross(ang(vb), arm_b)
         t1 = wp.vec3(frame[0, 0], frame[0, 1], frame[0, 2])
         t2 = wp.vec3(frame[1, 0], frame[1, 1], frame[1, 2])
         n = wp.vec3(frame[2, 0], frame[2, 1], frame[2, 2])
-        r_n = row_effective_mass(b, ia, pose_a, n, wp.cross(arm_a, n)) + row_effective_mass(
-            b, ib, pose_b, -n, -wp.cross(arm_b, n)
+        r_n = row_effective_mass(b, ia, w, inv_inertia, n, wp.cross(arm_a, n)) + row_effective_mass(
+            b, ib, w, inv_inertia, -n, -wp.cross(arm_b, n)
         )
-        r1 = row_effective_mass(b, ia, pose_a, t1, wp.cross(arm_a, t1)) + row_effective_mass(
-            b, ib, pose_b, -t1, -wp.cross(arm_b, t1)
+        r1 = row_effective_mass(b, ia, w, inv_inertia, t1, wp.cross(arm_a, t1)) + row_effective_mass(
+            b, ib, w, inv_inertia, -t1, -wp.cross(arm_b, t1)
         )
-        r2 = row_effective_mass(b, ia, pose_a, t2, wp.cross(arm_a, t2)) + row_effective_mass(
-            b, ib, pose_b, -t2, -wp.cross(arm_b, t2)
+        r2 = row_effective_mass(b, ia, w, inv_inertia, t2, wp.cross(arm_a, t2)) + row_effective_mass(
+            b, ib, w, inv_inertia, -t2, -wp.cross(arm_b, t2)
         )
         res = assemble_contact_rows(
             row0,
@@ -402,6 +400,7 @@ def assemble_particle_body_contact(
     bx_start: wp.array(dtype=wp.transform),
     bv_lin: wp.array(dtype=wp.spatial_vector),
     bv: wp.array(dtype=wp.spatial_vector),
+    inv_inertia: wp.array(dtype=wp.mat33),
     lam_n_prev: wp.array(dtype=float),
     lam: wp.array(dtype=float),
     jac: Jacobian,
@@ -455,9 +454,9 @@ def assemble_particle_body_contact(
         t1 = wp.vec3(frame[0, 0], frame[0, 1], frame[0, 2])
         t2 = wp.vec3(frame[1, 0], frame[1, 1], frame[1, 2])
         n = wp.vec3(frame[2, 0], frame[2, 1], frame[2, 2])
-        r_n = inv_m + row_effective_mass(b, ib, pose_b, -n, -wp.cross(arm, n))
-        r1 = inv_m + row_effective_mass(b, ib, pose_b, -t1, -wp.cross(arm, t1))
-        r2 = inv_m + row_effective_mass(b, ib, pose_b, -t2, -wp.cross(arm, t2))
+        r_n = inv_m + row_effective_mass(b, ib, w, inv_inertia, -n, -wp.cross(arm, n))
+        r1 = inv_m + row_effective_mass(b, ib, w, inv_inertia, -t1, -wp.cross(arm, t1))
+        r2 = inv_m + row_effective_mass(b, ib, w, inv_inertia, -t2, -wp.cross(arm, t2))
         res = assemble_contact_rows(
             row0,
             frame,

@@ -29,6 +29,7 @@ from .saddle import (
     phase_mark,
     saddle_rows,
 )
+from .world_rows import world_inverse_inertias
 
 wp.set_module_options({**STAGE_MODULE_OPTIONS, "max_unroll": 0})
 
@@ -51,6 +52,7 @@ def factor_body_blocks(
     lanes = world_lanes()
     bb = p.bb
     t = phase_clock(p)
+    world_inverse_inertias(w, lane, b, s)  # the bodies' M⁻¹ in the rows' D
     rows = saddle_rows(w, m, s, p)  # the rows the solve sees: the preconditioner reads D on these alone
     for k in range(lane, rows.count, lanes):
         i = w * rows.rows + row_index(k, rows)

@@ -19,6 +19,19 @@ from .schur import particle_transpose_product
 
 
 @wp.func
+def world_inverse_inertias(w: int, lane: int, b: BodyData, s: StepData):
+    """s.body_inv_inertia = R I⁻¹ Rᵀ of world w's bodies at their poses of the iterate, the M⁻¹ that the rows read in
+    their assembly (the Schur diagonal), their gathers and the rigid-body preconditioner's D: evaluated once per body
+    by each stage that reads it, after the bodies' velocities last changed, where every row evaluated its bodies'
+    poses and rotated inertias anew. Ends at a barrier (none without bodies)."""
+    n = b.body_count
+    if n > 0:
+        for i in range(lane, n, world_lanes()):
+            s.body_inv_inertia[w * n + i] = body_inverse_inertia_at_iterate(b, i, w, s.body_x_start, s.body_v, s.h)
+        world_sync()
+
+
+@wp.func
 def contacts_world(w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepData):
     """The contact families' part of the collision stage for world w, after the particle–shape list is written:
     candidates, frames, lever arms and friction at the linearisation point x⁻ + h·v⁻, held for the step."""
@@ -30,6 +43,7 @@ def contacts_world(w: int, lane: int, m_rows: ModelData, b: BodyData, s: StepDat
 @wp.func
 def linearise_world_rows(w: int, lane: int, m_rows: ModelData, m_attach: ModelData, b: BodyData, s: StepData):
     """The Jacobians of world w's bilateral and elastic rows for the step (a chord Newton method)."""
+    world_inverse_inertias(w, lane, b, s)  # the body rows' pass writes their diagonal too
     for f in range(wp.static(len(FAMILIES))):
         wp.static(FAMILIES[f].linearise)(w, lane, m_rows, m_attach, b, s)
     world_sync()
@@ -54,6 +68,7 @@ def assemble_world_rows(
     is the model the rows are assembled with (the primal step's effective particle masses), ``m_attach`` the one of
     the attachment rows (docs/solver.md, "Preconditioner"); with ``primal_fem`` the tets' impulses are the
     constitutive ones."""
+    world_inverse_inertias(w, lane, b, s)
     acc = float(0.0)
     for f in range(wp.static(len(ASSEMBLY_ORDER))):
         if families & wp.static(ASSEMBLY_BITS[f]) != 0:
@@ -109,18 +124,6 @@ def scatter_world_bodies(
 
 
 @wp.func
-def world_inverse_inertias(w: int, lane: int, b: BodyData, s: StepData):
-    """s.body_inv_inertia = R I⁻¹ Rᵀ of world w's bodies at their poses of the iterate, which the gathers' M⁻¹ reads
-    (gather_world_rows): once per linear solve, where every row's gather evaluated the pose and the rotated inertia of
-    its bodies anew in each product. Ends at a barrier (none without bodies)."""
-    n = b.body_count
-    if n > 0:
-        for i in range(lane, n, world_lanes()):
-            s.body_inv_inertia[w * n + i] = body_inverse_inertia_at_iterate(b, i, w, s.body_x_start, s.body_v, s.h)
-        world_sync()
-
-
-@wp.func
 def gather_world_rows(
     w: int,
     lane: int,
@@ -135,7 +138,7 @@ def gather_world_rows(
 ):
     """y = J M⁻¹ (particle_impulse, body_impulse) + C x on the rows of world w of the families in the bit mask
     ``families`` (row_families.ALL_FAMILIES, WITHOUT_TETS_AND_CONTACTS, BODY_FAMILIES). The rigid bodies' M⁻¹ reads
-    s.body_inv_inertia: the stage refreshes it (world_inverse_inertias) after the bodies' velocities last changed."""
+    s.body_inv_inertia: the stage evaluates it (world_inverse_inertias) after the bodies' velocities last changed."""
     for f in range(wp.static(len(FAMILIES))):
         if (families >> f) & 1 != 0:
             wp.static(FAMILIES[f].gather)(w, lane, m, b, s, particle_impulse, body_impulse, x, y)
