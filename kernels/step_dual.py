@@ -136,8 +136,7 @@ def warm_start(
             s.lam[k] = 0.0
     world_sync()
     apply_world_impulses(w, lane, m, b, s, s.lam)
-    assemble_world(w, lane, m, b, s, 0, s.scratch_residual, 0)
-    world_inverse_inertias(w, lane, b, s)
+    assemble_world(w, lane, m, b, s, 0, s.scratch_residual, 0)  # (its bodies' inverse inertias serve the product)
     schur_product_world(w, lane, m, b, s, d.p, d.Ap)
     acc_bd = float(0.0)
     acc_dd = float(0.0)
