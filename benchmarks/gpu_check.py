@@ -15,10 +15,12 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
              ρgH²/(2E) (tests/test_large_world.py: within −6.4e-5 … −1.2e-5 on the CPU)
   profile    each stage kernel's GPU time in one snake step (Warp's CUDA activity timing), and the linear solve's
              phases (share and clock cycles per MINRES iteration: SolverConfig.phase_timing), again with the elastic
-             blocks in CSR order (SolverConfig.slice_width = 1) instead of a warp's slices
+             blocks in CSR order (SolverConfig.slice_width = 1) instead of a warp's slices, and an
+             estimate of the bytes a MINRES iteration moves (profile_step.py, solve_bytes)
   floor      what one pass of the linear solve's loop costs with only its structure in it: 37 barriers (or block sums)
              per pass, with 0–4 dependent L2 loads per lane and phase, one world's block (benchmarks/latency_floor.py),
-             and what a loop body of the solve's size (~20,000 instructions) costs against a small one
+             what a loop body of the solve's size (~20,000 instructions) costs against a small one, and the rate
+             one block streams coalesced floats at (against the profile's bytes per MINRES iteration: gpu_report.py)
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread);
              the two CPU runs are gpu_prepare.sh's when they match (``cpu_reference``: "carried"), else run here
   tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels: tests
@@ -398,6 +400,9 @@ def section_floor(device: str, quick: bool) -> dict:
     for r in rows:
         sync = "sum" if r["block_sum"] else "barrier"
         code = "" if r.get("code", "none") == "none" else f", arithmetic code {r['code']}"
+        if "stream_bytes_per_pass" in r:
+            mb, rate = r["stream_bytes_per_pass"] / 1e6, r["stream_gb_per_s_per_block"]
+            code = f", {mb:.2f} MB streamed ({rate:.0f} GB/s per block)"
         print(f"  ×{r['blocks']} {r['loads']} loads, {sync}{code}: {r['us_per_pass']:.2f} µs/pass", flush=True)
     return dict(passes_per_step=PASSES, rows=rows, cluster_errors=clusters)
 

@@ -73,6 +73,14 @@ def section_lines(name: str, data) -> list[str]:
                     for k, v in phases.items()
                 ],
             )  # fmt: skip
+        traffic = (data.get("solve_phases") or {}).get("solve_bytes")
+        if traffic:
+            parts = ", ".join(f"{k} {v / 1e3:.0f} kB" for k, v in traffic.items() if k not in ("total", "solve_rows"))
+            out += [
+                f"Bytes per MINRES iteration (estimate, benchmarks/profile_step.py solve_bytes): "
+                f"{traffic['total'] / 1e6:.2f} MB ({parts}; {traffic['solve_rows']} rows in the solve).",
+                "",
+            ]
         step_phases = (data.get("solve_phases") or {}).get("step_phases")
         if step_phases:
             out += ["The other stages by phase (per world and step):", ""]
@@ -80,13 +88,20 @@ def section_lines(name: str, data) -> list[str]:
         return out
     if name == "floor":
         code = {"none": "-", "loop": "one phase's, looped", "distinct": "each phase its own"}
+
+        def work(r: dict) -> str:
+            if "stream_bytes_per_pass" in r:  # latency_floor.py's stream case
+                mb, rate = r["stream_bytes_per_pass"] / 1e6, r["stream_gb_per_s_per_block"]
+                return f"{mb:.2f} MB streamed per pass, {rate:.0f} GB/s per block"
+            return code[r.get("code", "none")]
+
         rows = [
-            [r["blocks"], r["loads"], "block sum" if r["block_sum"] else "barrier", code[r.get("code", "none")],
+            [r["blocks"], r["loads"], "block sum" if r["block_sum"] else "barrier", work(r),
              r["phases"], r["us_per_pass"], r["us_per_pass"] * data["passes_per_step"] / 1e3]
             for r in data["rows"]
         ]  # fmt: skip
-        head = ["blocks per world", "dependent loads per phase", "each phase ends at", "arithmetic code", "phases",
-                "µs per pass", "ms per step's passes"]  # fmt: skip
+        head = ["blocks per world", "dependent loads per phase", "each phase ends at", "arithmetic code or stream",
+                "phases", "µs per pass", "ms per step's passes"]  # fmt: skip
         errors = [f"{k} blocks per world: failed: {' '.join(v)}" for k, v in data.get("cluster_errors", {}).items()]
         return table(head, rows) + ([*errors, ""] if errors else [])
     if name == "agreement":
@@ -114,6 +129,26 @@ def section_lines(name: str, data) -> list[str]:
     return [f"{name}: " + json.dumps(data)[:500], ""]
 
 
+def bandwidth_floor(record: dict) -> list[str]:
+    """The solve's bandwidth floor on one block: the profile's bytes per MINRES iteration over the floor section's
+    streaming rate of one block per world (both sections needed, else nothing)."""
+    traffic = ((record.get("profile") or {}).get("solve_phases") or {}).get("solve_bytes")
+    rows = (record.get("floor") or {}).get("rows", [])
+    stream = [r for r in rows if "stream_gb_per_s_per_block" in r and r["blocks"] == 1]
+    if not traffic or not stream:
+        return []
+    rate = stream[0]["stream_gb_per_s_per_block"]
+    us = traffic["total"] / rate / 1e3
+    passes = record["floor"]["passes_per_step"]
+    return [
+        "### bandwidth floor of the solve",
+        "",
+        f"{traffic['total'] / 1e6:.2f} MB per MINRES iteration at one block's streaming rate ({rate:.0f} GB/s): "
+        f"{us:.1f} µs per iteration, {us * passes / 1e3:.2f} ms per step's {passes} passes.",
+        "",
+    ]
+
+
 def report(record: dict) -> str:
     """The whole record as Markdown."""
     meta = record.get("meta", {})
@@ -130,7 +165,7 @@ def report(record: dict) -> str:
         if name in ("meta", "seconds", "registers"):
             continue
         lines += [f"### {name} ({record.get('seconds', {}).get(name, 0.0):.0f} s)", ""] + section_lines(name, data)
-    return "\n".join(lines)
+    return "\n".join(lines + bandwidth_floor(record))
 
 
 def main() -> int:

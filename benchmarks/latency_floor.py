@@ -15,6 +15,14 @@ per world) measure that: the same 512 independent multiply-adds per lane and pha
 instructions) or as each phase its own code (37 copies with their own constants: 20,872 instructions, 343 KB, counted
 with cuobjdump on the sm_90 cubin); the difference is the cost of the code's size.
 
+A world's solve also moves its data through one multiprocessor (on a cluster, through each of its blocks'): the snake
+moves ~1.5 MB per MINRES iteration (benchmarks/profile_step.py, ``solve_bytes``). The stream case times what that
+costs at the structure's floor: each phase, every lane of the world reads STREAM_LOADS floats of an 8 MiB array
+(L2-resident), a warp's 32 lanes 128 consecutive bytes per load as the solve's sliced tables are read, in one unrolled
+batch that the compiler schedules as it does the solve's (sm_90: ~5 loads in flight before the first add waits), so a
+pass of 37 phases moves ~1.2 MB per block. Its bytes per second per block, against the solve's bytes per iteration,
+give the iteration's streaming floor (benchmarks/gpu_report.py prints both).
+
     python -P benchmarks/latency_floor.py --device cuda [--json floor.json]
 
 benchmarks/gpu_check.py runs it (section ``floor``). On a CPU the block has one lane and the numbers mean little.
@@ -49,6 +57,9 @@ PASSES, PHASES = 84, 37
 CASES = ((0, 0), (1, 0), (2, 0), (4, 0), (0, 1), (1, 1))
 #: entries of the index cycle (int32: 1 MiB)
 CHAIN = 1 << 18
+#: float loads per lane and phase in the stream case (issued together: 32 KB per 256-lane block and phase), and the
+#: streamed array's entries (8 MiB, far above a multiprocessor's caches and well within the L2 cache)
+STREAM_LOADS, STREAM_ENTRIES = 32, 1 << 21
 
 
 @wp.kernel
@@ -70,6 +81,28 @@ def phases_kernel(
             else:
                 world_sync()
     out[w * world_lanes() + lane] = acc + float(k)
+
+
+@wp.kernel
+def stream_kernel(passes: int, phases: int, data: wp.array(dtype=float), out: wp.array(dtype=float)):
+    """``passes`` × ``phases`` phases; in each, the world's lanes read the array's (STREAM_ENTRIES long) next
+    STREAM_LOADS · lanes floats, a lane's loads ``lanes`` apart (a warp's 32 consecutive: coalesced), then meet at a
+    barrier."""
+    block, thread = wp.tid()
+    w, lane = world_index(block, thread)
+    lanes = world_lanes()
+    mask = wp.static(STREAM_ENTRIES - 1)  # the array's length, a power of two
+    acc = wp.vector(0.0, length=STREAM_LOADS)  # independent sums: no load waits for another's add
+    k = lane
+    for _p in range(passes):
+        for _q in range(phases):
+            vals = wp.vector(0.0, length=STREAM_LOADS)
+            for i in range(wp.static(STREAM_LOADS)):  # a constant bound: unrolled, the loads issued together
+                vals[i] = data[(k + i * lanes) & mask]
+            acc += vals
+            k = (k + wp.static(STREAM_LOADS) * lanes) & mask
+            world_sync()
+    out[w * lanes + lane] = wp.dot(acc, acc)
 
 
 #: steps of multiply-adds per lane and phase in the code-size cases, each on 8 independent accumulators (no dependent
@@ -152,6 +185,12 @@ def measure(device: str, repeats: int = 5) -> list[dict]:
         row(loads, sums, "none", timed(phases_kernel, [PASSES, PHASES, loads, sums, chain, out]))
         for loads, sums in CASES
     ]
+    data = wp.full(STREAM_ENTRIES, 1.0, dtype=float, device=dev)
+    stream = row(0, 0, "none", timed(stream_kernel, [PASSES, PHASES, data, out]))
+    stream["stream_bytes_per_pass"] = 4 * STREAM_LOADS * lanes * blocks * PHASES
+    per_block = stream["stream_bytes_per_pass"] / blocks
+    stream["stream_gb_per_s_per_block"] = per_block / max(stream["us_per_pass"], 1e-9) / 1e3
+    rows.append(stream)
     if dev.is_cuda and blocks == 1:
         rows += [
             row(0, 0, code, timed(code_kernel, [PASSES, PHASES, int(code == "distinct"), out]))
@@ -171,6 +210,11 @@ def main() -> int:
         sync = "block sum" if r["block_sum"] else "barrier"
         code = "" if r["code"] == "none" else f", {8 * CODE_STEPS} multiply-adds per phase, code {r['code']}"
         per_phase = f"{r['loads']} dependent loads + {sync} per phase{code}"
+        if "stream_bytes_per_pass" in r:
+            per_phase = (
+                f"{4 * STREAM_LOADS} B streamed per lane + {sync} per phase "
+                f"({r['stream_gb_per_s_per_block']:.1f} GB/s per block)"
+            )
         print(f"{per_phase}, {PHASES} phases: {r['us_per_pass']:.2f} µs per pass")
     if args.json:
         with open(args.json, "w") as f:

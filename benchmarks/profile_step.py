@@ -133,7 +133,8 @@ def device_kernel_times(advance, calls: int, device) -> dict[str, tuple[float, i
 def solve_phases(scene: str, device: str, calls: int, **solver_options) -> dict:
     """Where the linear solve's time goes, phase by phase (SolverConfig.phase_timing: clock cycles that lane 0 of
     each world's block counts between barriers): per phase its share of the solve and its cycles per MINRES
-    iteration, over ``calls`` calls after three to settle; ``solver_options`` as make_scene's."""
+    iteration, over ``calls`` calls after three to settle, and the bytes an iteration moves (solve_bytes);
+    ``solver_options`` as make_scene's."""
     advance, substeps, title, solver = make_scene(scene, device, False, True, **solver_options)
     for _ in range(3):
         advance()
@@ -155,7 +156,42 @@ def solve_phases(scene: str, device: str, calls: int, **solver_options) -> dict:
         iterations=iterations,
         phases={k: dict(share=c / total, cycles_per_iteration=c / max(iterations, 1)) for k, c in cycles.items()},
         step_phases={k: dict(cycles_per_step=c) for k, c in step_cycles.items()},
+        solve_bytes=solve_bytes(solver),
     )
+
+
+#: how many times one MINRES iteration reads or writes each particle's and each row's entry of the solve's vectors
+#: (kernels/saddle.py, kernels/minres.py): the product's x, r1, y and M x; the Lanczos shift's y, r2, r1, r2, y; the
+#: preconditioner's r and z; the update's w2, w1, v, x, y, w2, w1, x, v; for the rows also the Lanczos subtraction's
+#: y, r1, v, y, the product's y and the rows' preconditioner's u and D
+VECTOR_PASSES_PARTICLES, VECTOR_PASSES_ROWS = 20, 26
+
+
+def solve_bytes(solver) -> dict:
+    """Bytes one world's MINRES iteration reads or writes through the L2 cache, an estimate from the primal step's
+    array sizes (the default formulation) after its last step: the elastic blocks and their columns (each block read
+    once), the coarse level's dense inverse, the nodes' (particle, weight) lists and the particles' (node, weight)
+    prolongation, the solve's vectors (VECTOR_PASSES_*, none of them kept in L1 between phases) and the rigid-body
+    preconditioner's H⁻¹ rows (float64). Left out: gathers of a vector that the same phase reads or wrote (the
+    blocks' x, the lists' r, the prolongation's y_c: L1 hits for the most part), the rows' Jacobians and the bodies'
+    incidence lists (a few tens of kB for the snake). Divided by one multiprocessor's streaming rate
+    (benchmarks/latency_floor.py, the stream case) it is the iteration's bandwidth floor on one block."""
+    d = solver.formulation.data
+    m = solver.model
+    contact = m.rows["contact"]
+    unused = m.contact_count - int(solver.contact_list.slots_used()[0]) if m.contact_count else 0
+    rows = m.row_count - d.skip_count - unused * contact.rows_per_element
+    out = dict(
+        elastic_blocks=40 * int(d.stiffness.row_length.numpy().sum()),  # 9 floats and the column per block
+        coarse_inverse=16 * d.inverse.shape[0] * d.use_coarse,  # vec4 rows of the soft bodies' dense A_c⁻¹
+        coarse_lists=8 * d.node_particles.shape[0] * d.use_coarse,
+        prolongation=8 * 8 * m.particle_count * d.use_coarse,
+        vectors=12 * m.particle_count * VECTOR_PASSES_PARTICLES + 4 * rows * VECTOR_PASSES_ROWS,
+        body_preconditioner=8 * d.H_inv_lanes.shape[0] // m.worlds * d.body_blocks,
+    )
+    out["total"] = sum(out.values())
+    out["solve_rows"] = rows
+    return out
 
 
 def main() -> None:
@@ -217,6 +253,9 @@ def main() -> None:
     print(f"{'phase':24s} {'share':>7s} {'cycles/iteration':>17s}")
     for name, ph in phases["phases"].items():
         print(f"{name:24s} {100 * ph['share']:6.1f}% {ph['cycles_per_iteration']:17.0f}")
+    traffic = phases["solve_bytes"]
+    print(f"\nBytes per MINRES iteration and world (estimate, {traffic['solve_rows']} rows in the solve): ", end="")
+    print(", ".join(f"{k} {v / 1e3:.0f} kB" for k, v in traffic.items() if k != "solve_rows"))
     print("\nThe other stages by phase (lane 0's clock between barriers, per world and step)")
     print(f"{'phase':24s} {'cycles/step':>17s}")
     for name, ph in phases["step_phases"].items():

@@ -40,8 +40,13 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
     large = record["large"]  # the scene and bound of tests/test_large_world.py
     assert large["tets"] == 51_840 and max(abs(e) for e in large["sink_error_steps_31_40"]) < 1.9e-4
     assert [(r["loads"], r["block_sum"]) for r in record["floor"]["rows"]] == [
-        (0, False), (1, False), (2, False), (4, False), (0, True), (1, True)
+        (0, False), (1, False), (2, False), (4, False), (0, True), (1, True), (0, False)
     ]  # fmt: skip
+    stream = record["floor"]["rows"][-1]  # the stream case: 37 phases of 8 float4s per lane (one lane on a CPU)
+    assert stream["stream_bytes_per_pass"] == 37 * 128 and stream["stream_gb_per_s_per_block"] > 0.0
+    # the snake's solve after its steps: 2,312 rows, the elastic blocks 14,900 × 40 B
+    traffic = record["profile"]["solve_phases"]["solve_bytes"]
+    assert traffic["solve_rows"] == 2312 and traffic["elastic_blocks"] == 596_000
     # its tables for RESULTS (benchmarks/gpu_report.py), a failed section as its error
     record["slab"] = dict(error="RuntimeError: out of memory")
     out.write_text(json.dumps(record))
@@ -54,6 +59,7 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
     assert "One world of 51,840 tets" in text and "| each phase ends at |" in text
     assert "| product_particles |" in text  # the solve's phases (the stages' GPU times: CUDA only)
     assert "CSR blocks: cycles per iteration" in text
+    assert "Bytes per MINRES iteration" in text and "### bandwidth floor of the solve" in text
     bad = subprocess.run(
         [sys.executable, "-P", str(ROOT / "benchmarks" / "gpu_report.py"), str(tmp_path / "missing.json")],
         capture_output=True,
