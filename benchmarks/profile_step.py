@@ -167,7 +167,7 @@ def solve_phases(scene: str, device: str, calls: int, **solver_options) -> dict:
 VECTOR_PASSES_PARTICLES, VECTOR_PASSES_ROWS = 20, 26
 
 
-def solve_bytes(solver) -> dict:
+def solve_bytes(solver) -> dict | None:
     """Bytes one world's MINRES iteration reads or writes through the L2 cache, an estimate from the primal step's
     array sizes (the default formulation) after its last step: the elastic blocks and their columns (each block read
     once), the coarse level's dense inverse, the nodes' (particle, weight) lists and the particles' (node, weight)
@@ -175,8 +175,11 @@ def solve_bytes(solver) -> dict:
     preconditioner's H⁻¹ rows (float64). Left out: gathers of a vector that the same phase reads or wrote (the
     blocks' x, the lists' r, the prolongation's y_c: L1 hits for the most part), the rows' Jacobians and the bodies'
     incidence lists (a few tens of kB for the snake). Divided by one multiprocessor's streaming rate
-    (benchmarks/latency_floor.py, the stream case) it is the iteration's bandwidth floor on one block."""
-    d = solver.formulation.data
+    (benchmarks/latency_floor.py, the stream case) it is the iteration's bandwidth floor on one block. None for the
+    dual formulation."""
+    d = getattr(solver.formulation, "data", None)
+    if not hasattr(d, "stiffness"):  # the dual formulation
+        return None
     m = solver.model
     contact = m.rows["contact"]
     unused = m.contact_count - int(solver.contact_list.slots_used()[0]) if m.contact_count else 0
@@ -254,8 +257,10 @@ def main() -> None:
     for name, ph in phases["phases"].items():
         print(f"{name:24s} {100 * ph['share']:6.1f}% {ph['cycles_per_iteration']:17.0f}")
     traffic = phases["solve_bytes"]
-    print(f"\nBytes per MINRES iteration and world (estimate, {traffic['solve_rows']} rows in the solve): ", end="")
-    print(", ".join(f"{k} {v / 1e3:.0f} kB" for k, v in traffic.items() if k != "solve_rows"))
+    if traffic:
+        rows = traffic["solve_rows"]
+        print(f"\nBytes per MINRES iteration and world (estimate, {rows} rows in the solve): ", end="")
+        print(", ".join(f"{k} {v / 1e3:.0f} kB" for k, v in traffic.items() if k != "solve_rows"))
     print("\nThe other stages by phase (lane 0's clock between barriers, per world and step)")
     print(f"{'phase':24s} {'cycles/step':>17s}")
     for name, ph in phases["step_phases"].items():
