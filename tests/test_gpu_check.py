@@ -42,7 +42,7 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
     assert [(r["loads"], r["block_sum"]) for r in record["floor"]["rows"]] == [
         (0, False), (1, False), (2, False), (4, False), (0, True), (1, True), (0, False)
     ]  # fmt: skip
-    stream = record["floor"]["rows"][-1]  # the stream case: 37 phases of 8 float4s per lane (one lane on a CPU)
+    stream = record["floor"]["rows"][-1]  # the stream case: 37 phases of 32 floats per lane (one lane on a CPU)
     assert stream["stream_bytes_per_pass"] == 37 * 128 and stream["stream_gb_per_s_per_block"] > 0.0
     # the snake's solve after its steps: 2,312 rows, the elastic blocks 14,900 × 40 B
     traffic = record["profile"]["solve_phases"]["solve_bytes"]
