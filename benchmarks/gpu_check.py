@@ -20,7 +20,8 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   floor      what one pass of the linear solve's loop costs with only its structure in it: 37 barriers (or block sums)
              per pass, with 0–4 dependent L2 loads per lane and phase, one world's block (benchmarks/latency_floor.py),
              what a loop body of the solve's size (~20,000 instructions) costs against a small one, and the rate
-             one block streams coalesced floats at (against the profile's bytes per MINRES iteration: gpu_report.py)
+             one block streams coalesced floats at (against the profile's bytes per MINRES iteration: gpu_report.py),
+             and the rate the whole device streams an array from memory and within L2 (the batch's ceiling)
   agreement  the 2 s straight gait on the GPU against the CPU (the paths' gap, against the CPU's round-off spread);
              the two CPU runs are gpu_prepare.sh's when they match (``cpu_reference``: "carried"), else run here
   tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels: tests
@@ -384,9 +385,10 @@ def section_floor(device: str, quick: bool) -> dict:
     blocks (SOFTSNAKE_WORLD_BLOCKS, read at import; Hopper only: elsewhere the error is recorded)."""
     here = Path(__file__).parent
     sys.path.insert(0, str(here))
-    from latency_floor import PASSES, measure
+    from latency_floor import PASSES, device_stream, measure
 
     rows = measure(device, repeats=3 if quick else 5)
+    stream = device_stream(device, repeats=3 if quick else 5)
     clusters = {}
     for blocks in (2, 8) if device != "cpu" else ():  # a CPU world is one lane
         path = Path(os.environ.get("TMPDIR", "/tmp")) / f"floor_{blocks}.json"
@@ -404,7 +406,12 @@ def section_floor(device: str, quick: bool) -> dict:
             mb, rate = r["stream_bytes_per_pass"] / 1e6, r["stream_gb_per_s_per_block"]
             code = f", {mb:.2f} MB streamed ({rate:.0f} GB/s per block)"
         print(f"  ×{r['blocks']} {r['loads']} loads, {sync}{code}: {r['us_per_pass']:.2f} µs/pass", flush=True)
-    return dict(passes_per_step=PASSES, rows=rows, cluster_errors=clusters)
+    print(
+        f"  the device streaming: {stream['dram_gb_per_s']:.0f} GB/s from memory, "
+        f"{stream['l2_gb_per_s']:.0f} GB/s within L2",
+        flush=True,
+    )
+    return dict(passes_per_step=PASSES, rows=rows, cluster_errors=clusters, device_stream=stream)
 
 
 def section_agreement(device: str, quick: bool) -> dict:

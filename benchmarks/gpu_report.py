@@ -75,7 +75,8 @@ def section_lines(name: str, data) -> list[str]:
             )  # fmt: skip
         traffic = (data.get("solve_phases") or {}).get("solve_bytes")
         if traffic:
-            parts = ", ".join(f"{k} {v / 1e3:.0f} kB" for k, v in traffic.items() if k not in ("total", "solve_rows"))
+            summary = ("total", "per_world", "working_set", "solve_rows")
+            parts = ", ".join(f"{k} {v / 1e3:.0f} kB" for k, v in traffic.items() if k not in summary)
             out += [
                 f"Bytes per MINRES iteration (estimate, benchmarks/profile_step.py solve_bytes): "
                 f"{traffic['total'] / 1e6:.2f} MB ({parts}; {traffic['solve_rows']} rows in the solve).",
@@ -103,7 +104,14 @@ def section_lines(name: str, data) -> list[str]:
         head = ["blocks per world", "dependent loads per phase", "each phase ends at", "arithmetic code or stream",
                 "phases", "µs per pass", "ms per step's passes"]  # fmt: skip
         errors = [f"{k} blocks per world: failed: {' '.join(v)}" for k, v in data.get("cluster_errors", {}).items()]
-        return table(head, rows) + ([*errors, ""] if errors else [])
+        stream = data.get("device_stream")
+        if stream:
+            errors.append(
+                f"The whole device (multiprocessors: {stream['multiprocessors']}) streams an array at "
+                f"{stream['dram_gb_per_s']:.0f} GB/s from memory ({stream['dram_bytes'] >> 20} MiB) and "
+                f"{stream['l2_gb_per_s']:.0f} GB/s within the L2 cache ({stream['l2_bytes'] >> 20} MiB)."
+            )
+        return table(head, rows) + [line for e in errors for line in (e, "")]
     if name == "agreement":
         return [
             f"{data['seconds']:g} s straight gait: GPU–CPU gap {data['gpu_cpu_gap_mm']:.3g} mm against the CPU's "
@@ -149,6 +157,41 @@ def bandwidth_floor(record: dict) -> list[str]:
     ]
 
 
+#: the batch of acceptance criterion 4 (worlds, snake-steps per second)
+BATCH_WORLDS, BATCH_TARGET = 1024, 25_000
+
+
+def batch_ceiling(record: dict) -> list[str]:
+    """The batch's bandwidth ceiling: BATCH_WORLDS snakes each moving the profile's world-private bytes per MINRES
+    iteration over a step's passes, at the rate the floor section's device stream reads an array from memory (the
+    working sets of the worlds in flight, one per multiprocessor, exceed the L2 cache) and within L2 (they would
+    fit). Nothing unless both sections ran."""
+    traffic = ((record.get("profile") or {}).get("solve_phases") or {}).get("solve_bytes")
+    stream = (record.get("floor") or {}).get("device_stream")
+    if not traffic or not stream or "per_world" not in traffic:
+        return []
+    passes = record["floor"]["passes_per_step"]
+    gb = traffic["per_world"] * passes * BATCH_WORLDS / 1e9
+    held = traffic["working_set"] * stream["multiprocessors"] / 1e6
+    lines = [
+        "### bandwidth ceiling of the batch",
+        "",
+        f"{BATCH_WORLDS} snakes move {traffic['per_world'] / 1e6:.2f} MB of their own per world and MINRES iteration "
+        f"(the elastic blocks, the vectors, H⁻¹; the coarse level's tables are shared), {gb:.0f} GB per step of "
+        f"{passes} passes; one world per multiprocessor holds {stream['multiprocessors']} working sets of "
+        f"{traffic['working_set'] / 1e6:.2f} MB ({held:.0f} MB) at once.",
+        "",
+    ]
+    for where, label in (("dram", "from memory"), ("l2", "within the L2 cache")):
+        rate = stream[f"{where}_gb_per_s"]
+        ms = 1e3 * gb / rate
+        lines.append(
+            f"- {label} ({rate:.0f} GB/s): ≥ {ms:.1f} ms per step, ≤ {BATCH_WORLDS / ms * 1e3:,.0f} snake-steps/s "
+            f"(target {BATCH_TARGET:,})"
+        )
+    return lines + [""]
+
+
 def report(record: dict) -> str:
     """The whole record as Markdown."""
     meta = record.get("meta", {})
@@ -165,7 +208,7 @@ def report(record: dict) -> str:
         if name in ("meta", "seconds", "registers"):
             continue
         lines += [f"### {name} ({record.get('seconds', {}).get(name, 0.0):.0f} s)", ""] + section_lines(name, data)
-    return "\n".join(lines + bandwidth_floor(record))
+    return "\n".join(lines + bandwidth_floor(record) + batch_ceiling(record))
 
 
 def main() -> int:

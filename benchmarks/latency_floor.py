@@ -23,6 +23,11 @@ batch that the compiler schedules as it does the solve's (sm_90: ~5 loads in fli
 pass of 37 phases moves ~1.2 MB per block. Its bytes per second per block, against the solve's bytes per iteration,
 give the iteration's streaming floor (benchmarks/gpu_report.py prints both).
 
+A batch of worlds streams from memory instead: 132 snakes in flight, one per multiprocessor, hold more than the L2
+cache. The device stream case (``device_stream``) times the whole GPU reading a 1 GiB array and, 16 times over, a 16 MiB
+one (within L2); against the bytes a world moves on its own (profile_step.py, ``per_world``) it is the ceiling of 1024
+snakes (gpu_report.py, "bandwidth ceiling of the batch").
+
     python -P benchmarks/latency_floor.py --device cuda [--json floor.json]
 
 benchmarks/gpu_check.py runs it (section ``floor``). On a CPU the block has one lane and the numbers mean little.
@@ -103,6 +108,53 @@ def stream_kernel(passes: int, phases: int, data: wp.array(dtype=float), out: wp
             k = (k + wp.static(STREAM_LOADS) * lanes) & mask
             world_sync()
     out[w * lanes + lane] = wp.dot(acc, acc)
+
+
+#: the device stream case: (bytes of the array, times it is read) on a GPU and on a CPU: far above the L2 cache
+#: (the device's memory) and well within it (16 MiB: the H100's L2 holds 50 MB)
+DEVICE_STREAMS = {
+    "cuda": {"dram": (1 << 30, 1), "l2": (1 << 24, 16)},
+    "cpu": {"dram": (1 << 24, 1), "l2": (1 << 20, 4)},
+}
+
+
+@wp.kernel(module="unique", enable_backward=False)
+def device_stream_kernel(repeats: int, threads: int, data: wp.array(dtype=wp.vec4), out: wp.array(dtype=float)):
+    """Every thread sums its share of ``data`` ``repeats`` times, its vec4s ``threads`` apart (a warp's 32 threads
+    read 512 consecutive bytes per load): the rate at which all multiprocessors together stream an array, the
+    ceiling of a batch of worlds whose data all pass through memory each iteration (a module of its own: no
+    cluster)."""
+    tid = wp.tid()
+    acc = wp.vec4()
+    for _r in range(repeats):
+        for i in range(tid, data.shape[0], threads):
+            acc += data[i]
+    out[tid] = wp.dot(acc, acc)
+
+
+def device_stream(device: str, repeats: int = 5) -> dict:
+    """GB/s at which the whole device reads an array far above its L2 cache (``dram``) and one within it (``l2``),
+    DEVICE_STREAMS' sizes, with 2,048 threads per multiprocessor (as many as it keeps resident) on a GPU; the median
+    of ``repeats`` synchronised launches. ``multiprocessors``: how many one-world-per-multiprocessor worlds run at
+    once."""
+    dev = wp.get_device(device)
+    threads = 2048 * dev.sm_count if dev.is_cuda else 1
+    out = wp.zeros(threads, dtype=float, device=dev)
+    rates = {}
+    for where, (size, reads) in DEVICE_STREAMS["cuda" if dev.is_cuda else "cpu"].items():
+        data = wp.full(size // 16, wp.vec4(1.0), dtype=wp.vec4, device=dev)
+        args = [reads, threads, data, out]
+        wp.launch(device_stream_kernel, dim=threads, inputs=args, device=dev)  # compile, warm
+        wp.synchronize_device(dev)
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            wp.launch(device_stream_kernel, dim=threads, inputs=args, device=dev)
+            wp.synchronize_device(dev)
+            times.append(time.perf_counter() - t0)
+        rates[f"{where}_gb_per_s"] = size * reads / float(np.median(times)) / 1e9
+        rates[f"{where}_bytes"] = size
+    return dict(multiprocessors=dev.sm_count if dev.is_cuda else 1, **rates)
 
 
 #: steps of multiply-adds per lane and phase in the code-size cases, each on 8 independent accumulators (no dependent
@@ -206,6 +258,7 @@ def main() -> int:
     args = ap.parse_args()
     quiet_warp()
     rows = measure(args.device)
+    stream = device_stream(args.device) if WORLD_BLOCKS == 1 else {}
     for r in rows:
         sync = "block sum" if r["block_sum"] else "barrier"
         code = "" if r["code"] == "none" else f", {8 * CODE_STEPS} multiply-adds per phase, code {r['code']}"
@@ -216,9 +269,15 @@ def main() -> int:
                 f"({r['stream_gb_per_s_per_block']:.1f} GB/s per block)"
             )
         print(f"{per_phase}, {PHASES} phases: {r['us_per_pass']:.2f} µs per pass")
+    if stream:
+        print(
+            f"the whole device streaming an array: {stream['dram_gb_per_s']:.0f} GB/s from memory "
+            f"({stream['dram_bytes'] >> 20} MiB), {stream['l2_gb_per_s']:.0f} GB/s within the L2 cache "
+            f"({stream['l2_bytes'] >> 20} MiB)"
+        )
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(device=args.device, passes=PASSES, rows=rows), f, indent=1)
+            json.dump(dict(device=args.device, passes=PASSES, rows=rows, device_stream=stream), f, indent=1)
     return 0
 
 

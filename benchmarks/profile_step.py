@@ -165,6 +165,10 @@ def solve_phases(scene: str, device: str, calls: int, **solver_options) -> dict:
 #: preconditioner's r and z; the update's w2, w1, v, x, y, w2, w1, x, v; for the rows also the Lanczos subtraction's
 #: y, r1, v, y, the product's y and the rows' preconditioner's u and D
 VECTOR_PASSES_PARTICLES, VECTOR_PASSES_ROWS = 20, 26
+#: the vectors a world's solve holds from one iteration to the next: MINRES's eight (b, x, y, v, r1, r2, w1, w2) and
+#: the product's M x for the particles; the same eight, the product's g and the rows' preconditioner's t, u and D for
+#: the rows
+HELD_VECTORS_PARTICLES, HELD_VECTORS_ROWS = 9, 12
 
 
 def solve_bytes(solver) -> dict | None:
@@ -175,8 +179,11 @@ def solve_bytes(solver) -> dict | None:
     preconditioner's H⁻¹ rows (float64). Left out: gathers of a vector that the same phase reads or wrote (the
     blocks' x, the lists' r, the prolongation's y_c: L1 hits for the most part), the rows' Jacobians and the bodies'
     incidence lists (a few tens of kB for the snake). Divided by one multiprocessor's streaming rate
-    (benchmarks/latency_floor.py, the stream case) it is the iteration's bandwidth floor on one block. None for the
-    dual formulation."""
+    (benchmarks/latency_floor.py, the stream case) it is the iteration's bandwidth floor on one block. The coarse
+    level's tables and the prolongation are the model's, read by every world alike; the rest is each world's own:
+    ``per_world`` is the part of ``total`` a batch moves once per world, ``working_set`` the bytes of that data (the
+    held vectors, HELD_VECTORS_*, once each), which a batch's worlds in flight hold in the L2 cache or re-read from
+    memory every iteration. None for the dual formulation."""
     d = getattr(solver.formulation, "data", None)
     if not hasattr(d, "stiffness"):  # the dual formulation
         return None
@@ -193,6 +200,9 @@ def solve_bytes(solver) -> dict | None:
         body_preconditioner=8 * d.H_inv_lanes.shape[0] // m.worlds * d.body_blocks,
     )
     out["total"] = sum(out.values())
+    out["per_world"] = out["elastic_blocks"] + out["vectors"] + out["body_preconditioner"]
+    held = 12 * m.particle_count * HELD_VECTORS_PARTICLES + 4 * rows * HELD_VECTORS_ROWS
+    out["working_set"] = out["elastic_blocks"] + held + out["body_preconditioner"]
     out["solve_rows"] = rows
     return out
 
@@ -261,6 +271,7 @@ def main() -> None:
         rows = traffic["solve_rows"]
         print(f"\nBytes per MINRES iteration and world (estimate, {rows} rows in the solve): ", end="")
         print(", ".join(f"{k} {v / 1e3:.0f} kB" for k, v in traffic.items() if k != "solve_rows"))
+        print("(per_world: the part each world of a batch moves itself; working_set: the bytes of that data)")
     print("\nThe other stages by phase (lane 0's clock between barriers, per world and step)")
     print(f"{'phase':24s} {'cycles/step':>17s}")
     for name, ph in phases["step_phases"].items():

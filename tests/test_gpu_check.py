@@ -47,6 +47,14 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
     # the snake's solve after its steps: 2,312 rows, the elastic blocks 14,900 × 40 B
     traffic = record["profile"]["solve_phases"]["solve_bytes"]
     assert traffic["solve_rows"] == 2312 and traffic["elastic_blocks"] == 596_000
+    # a world's own: the blocks, 20 passes over 1,300 vec3s and 26 over 2,312 rows, H⁻¹ (5 clusters of 18 dofs,
+    # float64); held: 9 particle and 12 row vectors once
+    body = 8 * 5 * 18 * 18
+    assert traffic["per_world"] == 596_000 + 12 * 1300 * 20 + 4 * 2312 * 26 + body
+    assert traffic["working_set"] == 596_000 + 12 * 1300 * 9 + 4 * 2312 * 12 + body
+    stream = record["floor"]["device_stream"]  # the CPU's sizes: 16 MiB once, 1 MiB four times
+    assert stream["multiprocessors"] == 1 and stream["dram_bytes"] == 1 << 24 and stream["l2_bytes"] == 1 << 20
+    assert stream["dram_gb_per_s"] > 0.0 and stream["l2_gb_per_s"] > 0.0
     # its tables for RESULTS (benchmarks/gpu_report.py), a failed section as its error
     record["slab"] = dict(error="RuntimeError: out of memory")
     out.write_text(json.dumps(record))
@@ -60,6 +68,8 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
     assert "| product_particles |" in text  # the solve's phases (the stages' GPU times: CUDA only)
     assert "CSR blocks: cycles per iteration" in text
     assert "Bytes per MINRES iteration" in text and "### bandwidth floor of the solve" in text
+    assert "The whole device (multiprocessors: 1) streams" in text and "### bandwidth ceiling of the batch" in text
+    assert "1024 snakes move 1.16 MB of their own per world" in text and "snake-steps/s (target 25,000)" in text
     bad = subprocess.run(
         [sys.executable, "-P", str(ROOT / "benchmarks" / "gpu_report.py"), str(tmp_path / "missing.json")],
         capture_output=True,
