@@ -4,7 +4,7 @@ Four soft Ecoflex links (tet meshes with two chambers, :mod:`softsnake.robots.sn
 carriages
 through particle attachments; each carriage rides on two passive wheels (revolute joints), which give the anisotropic
 ground friction of a real snake's scales (rolls along the body, grips sideways). Counts for the defaults: 15 bodies,
-1300 particles, 1328 distance constraints, 4608 tets, 10 joints, 200 attachments (paper Table I: 15, 1504, 1460, 4536,
+1300 particles, 1316 distance constraints, 4608 tets, 10 joints, 200 attachments (paper Table I: 15, 1504, 1460, 4536,
 10, 217; see :func:`snake_counts`).
 """
 
