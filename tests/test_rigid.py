@@ -303,6 +303,41 @@ def test_a_world_on_a_block_of_lanes_matches_one_lane(monkeypatch):
         assert np.abs(out[lanes] - out[first]).max() <= bound, lanes
 
 
+def test_the_gpus_configuration_runs_the_full_snake_on_the_cpu(monkeypatch):
+    """The full snake in the configuration a GPU runs by default, 256 lanes per world (Warp's cooperative CPU blocks),
+    the linear solve's tables in slices of 32 rows and the lists summed in chunks of 8, agrees with one lane after one
+    frame at 5 psi to float32 round-off: measured 1.37e-6 m (particles) and 7.4e-7 m (body positions), where Young's
+    modulus × (1 ± 1e-6) moves one lane's snake 1.6e-6–1.9e-6 m and 4.4e-7–4.8e-7 m; bounds 3× the measurement. The
+    lanes test above runs the coarse snake at 32 and 64 lanes; this one the full link meshes, their long incidence and
+    coarse-node lists and 256 lanes, before a GPU runs them."""
+    if TEST_DEVICE != "cpu":
+        pytest.skip("a GPU runs this configuration by default (the lanes test covers it)")
+    import dataclasses
+
+    import warp as wp
+
+    import softsnake.sim.model as model_module
+    from softsnake.robots.snake import SnakeConfig
+    from softsnake.robots.snake_sim import SnakeSim
+
+    out = []
+    for lanes, width in ((1, 0), (256, 32)):
+        if lanes > 1:
+            monkeypatch.setattr(wp.config, "enable_cpu_blocks", True)
+            monkeypatch.setattr(model_module, "list_chunk", lambda device: 8)  # the GPU's chunks
+        cfg = SnakeConfig()
+        solver = dataclasses.replace(cfg.solver, block_dim=0 if lanes == 1 else lanes, slice_width=width)
+        sim = SnakeSim(worlds=1, device=TEST_DEVICE, config=dataclasses.replace(cfg, solver=solver))
+        assert (sim.solver.block_dim, sim.solver.solve_block_dim) == (lanes, lanes)
+        sim.set_pressure_targets(np.full(sim.links, 5.0))
+        sim.step(1)
+        out.append((sim.state.particle_q.numpy(), sim.state.body_q.numpy()[:, :3]))
+    start = SnakeSim(worlds=1, device=TEST_DEVICE).state.particle_q.numpy()
+    assert np.abs(out[0][0] - start).max() > 1e-4  # measured 5.5e-4 m: the frame moved the snake
+    assert np.abs(out[1][0] - out[0][0]).max() <= 4.1e-6
+    assert np.abs(out[1][1] - out[0][1]).max() <= 2.2e-6
+
+
 def test_chunked_list_sums_match_whole_lists(monkeypatch):
     """On a GPU the lanes of a world sum each rigid body's J_bᵀx and each coarse node's Pᵀr in chunks of its list
     (softsnake/sim/model.py, list_chunk); the CPU sums whole lists. Forced on the CPU, chunks of 1 and 3 entries give
