@@ -159,8 +159,9 @@ def test_link_material_is_the_hollow_section():
     area_ratio = rubber.sum() / solid.sum()
     inertia_ratio = (y[rubber] ** 2).sum() / (y[solid] ** 2).sum()  # bending about the centre plane y = 0
     youngs, density = link_material(cfg)
-    assert youngs / cfg.youngs_modulus == pytest.approx(inertia_ratio, rel=2e-3)
-    assert density / cfg.density == pytest.approx(area_ratio, rel=2e-3)
+    # the grid's quadrature error, measured (this machine, 2026-11-27): 6.5e-6 / 4.8e-6; bounds 3×
+    assert youngs / cfg.youngs_modulus == pytest.approx(inertia_ratio, rel=2.0e-5)
+    assert density / cfg.density == pytest.approx(area_ratio, rel=1.5e-5)
     assert 0.7 < inertia_ratio < 0.9 and 0.75 < area_ratio < 0.9  # two Ø 12 mm chambers in a Ø 40 mm link
     assert link_material(dataclasses.replace(cfg, chamber_voids=False)) == (cfg.youngs_modulus, cfg.density)
 
@@ -169,7 +170,8 @@ def test_link_material_is_the_hollow_section():
     x = mesh.vertices[mesh.tets]
     volume = np.abs(np.einsum("ij,ij->i", np.cross(x[:, 1] - x[:, 0], x[:, 2] - x[:, 0]), x[:, 3] - x[:, 0])).sum() / 6
     mass = sim.model.particle_mass[sim.layout.link_particles[0]].sum()
-    assert mass == pytest.approx(density * volume, rel=1e-5)
+    # float64 sums: measured 6.7e-16 (this machine, 2026-11-27); bound 3×
+    assert mass == pytest.approx(density * volume, rel=2.0e-15)
 
 
 def test_only_the_higher_pressure_chamber_carries_actuation():

@@ -139,7 +139,10 @@ def test_closed_form_jacobian_is_the_strain_derivative_and_its_transpose_the_for
         ],
     )
     o = out.numpy().astype(np.float64)
-    # the difference of two O(1) float32 strains carries their round-off (~1e-7)
-    np.testing.assert_allclose(o[:6], o[6:12], atol=1e-6)
+    # the difference of two O(1) float32 strains carries their round-off: measured 1.47e-7 (this machine, 2026-11-27);
+    # bound 3×
+    np.testing.assert_allclose(o[:6], o[6:12], atol=4.5e-7)
     assert np.abs(o[:6]).max() > 1e-2
-    assert abs(o[12] - o[13]) <= 1e-5 * abs(o[12])
+    # measured 0.0 apart (this machine, 2026-11-27), but the two float32 sums add in different orders (not exact by
+    # construction): a floor of 4 float32 ulps of the product (its six terms' magnitudes add up to 1.1× it)
+    assert abs(o[12] - o[13]) <= 4 * np.finfo(np.float32).eps * abs(o[12])

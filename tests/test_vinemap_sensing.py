@@ -54,8 +54,11 @@ def test_pivot_change_recovered_at_post_corner():
     L, th = sensor_streams(dep)
     est = invert_streams(L, th, act.launch, act.angle)
     assert len(est) == 1
-    np.testing.assert_allclose(est[0].pivots[-1], [0.54, 0.43], atol=0.005)  # the wrapped bumper corner
-    assert wall_errors(est, true_wall_runs(dep))[0] < 0.01
+    # the wrapped bumper corner, and the wall: exact up to round-off noise-free; measured 7.5e-15 / 3.7e-15 m (this
+    # machine, 2026-11-27); 1e-9 m is a floor far below any physical scale (as the other noise-free cases here, which
+    # hold < 1e-6)
+    np.testing.assert_allclose(est[0].pivots[-1], [0.54, 0.43], atol=1e-9)
+    assert wall_errors(est, true_wall_runs(dep))[0] < 1e-9
 
 
 # Deployments simulated by the forward model, turned into (length, collision
@@ -107,7 +110,9 @@ def test_uniform_sampling_only():
     _, err_uni = round_trip(env, act, events=False)
     assert err_ev.max() < 1e-6
     assert 0.01 < err_uni.max() < 0.1
-    # over a smaller set, uniform sampling still recovers nearly all walls within 1 cm (measured 99.5 %, seeds 0-2)
+    # over a smaller set (uniform environment 1, both launch points, 6 launch angles, straight and turned: 228 actions,
+    # 176 walls), uniform sampling still recovers nearly all walls within 1 cm. Measured (this machine, 2026-11-27):
+    # 100 % within 1 cm (largest 9.7 mm), median 0.56 mm (bound 3×), every deployment with the right number of walls
     errs, wrong = [], 0
     env = uniform_environment(1)
     for act in round_trip_actions(env, n_angles=6):
@@ -117,7 +122,7 @@ def test_uniform_sampling_only():
         else:
             errs.extend(e)
     errs = np.asarray(errs)
-    assert len(errs) > 150 and np.median(errs) < 0.002 and np.mean(errs < 0.01) > 0.97 and wrong <= 3
+    assert len(errs) > 150 and np.median(errs) < 1.7e-3 and np.mean(errs < 0.01) > 0.97 and wrong == 0
 
 
 def test_friction_locked_inverted():
@@ -161,12 +166,14 @@ def test_noise_degrades_gracefully(sigma_deg, length_noise):
         else:
             errs.extend(e)
     errs = np.asarray(errs)
-    # median at the millimetre-to-centimetre level, growing with the noise; most walls still within a few cm
-    # (measured on this set, see docs/vinemap.md for the full table)
+    # median at the millimetre-to-centimetre level, growing with the noise; most walls still within a few cm (see
+    # docs/vinemap.md for the full table). Measured on this set (this machine, 2026-11-27), σ = 0.5°/1°/2°: medians
+    # 1.5/4.2/5.7 mm (bounds 5/8/15 mm), share within 3 cm 0.953/0.963/0.896 (bound > 0.85), share with the wrong
+    # number of walls 0.005/0.010/0 (bound 3× the largest)
     med = np.median(errs)
     assert med < {0.5: 0.005, 1.0: 0.008, 2.0: 0.015}[sigma_deg]
     assert np.mean(errs < 0.03) > 0.85
-    assert wrong < 0.1 * (len(errs) + wrong)
+    assert wrong < 0.032 * (len(errs) + wrong)
 
 
 def test_turned_streams_from_recorded_phases():
@@ -215,4 +222,5 @@ def test_turned_slab_pivot_at_turn():
     est = invert_streams(L, th, act.launch, act.angle, turn_length=0.27, turn_angle=act.turn_angle)
     assert est[0].modes == ["pivot_at_turn"]
     np.testing.assert_allclose(est[0].pivots[0], dep.turn_point, atol=1e-9)  # Eq. 22: the turn point is the pivot
-    assert wall_errors(est, true_wall_runs(dep)).max() < 0.01
+    # measured 7.1e-17 m (this machine, 2026-11-27); 1e-9 m: a floor far below any physical scale
+    assert wall_errors(est, true_wall_runs(dep)).max() < 1e-9
