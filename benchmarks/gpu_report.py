@@ -103,15 +103,15 @@ def section_lines(name: str, data) -> list[str]:
         ]  # fmt: skip
         head = ["blocks per world", "dependent loads per phase", "each phase ends at", "arithmetic code or stream",
                 "phases", "µs per pass", "ms per step's passes"]  # fmt: skip
-        errors = [f"{k} blocks per world: failed: {' '.join(v)}" for k, v in data.get("cluster_errors", {}).items()]
+        notes = [f"{k} blocks per world: failed: {' '.join(v)}" for k, v in data.get("cluster_errors", {}).items()]
         stream = data.get("device_stream")
         if stream:
-            errors.append(
+            notes.append(
                 f"The whole device (multiprocessors: {stream['multiprocessors']}) streams an array at "
                 f"{stream['dram_gb_per_s']:.0f} GB/s from memory ({stream['dram_bytes'] >> 20} MiB) and "
                 f"{stream['l2_gb_per_s']:.0f} GB/s within the L2 cache ({stream['l2_bytes'] >> 20} MiB)."
             )
-        return table(head, rows) + [line for e in errors for line in (e, "")]
+        return table(head, rows) + [line for note in notes for line in (note, "")]
     if name == "agreement":
         return [
             f"{data['seconds']:g} s straight gait: GPU–CPU gap {data['gpu_cpu_gap_mm']:.3g} mm against the CPU's "
@@ -137,10 +137,15 @@ def section_lines(name: str, data) -> list[str]:
     return [f"{name}: " + json.dumps(data)[:500], ""]
 
 
+def solve_traffic(record: dict) -> dict | None:
+    """The profile section's bytes per MINRES iteration (profile_step.py, solve_bytes), None where it did not run."""
+    return ((record.get("profile") or {}).get("solve_phases") or {}).get("solve_bytes")
+
+
 def bandwidth_floor(record: dict) -> list[str]:
     """The solve's bandwidth floor on one block: the profile's bytes per MINRES iteration over the floor section's
     streaming rate of one block per world (both sections needed, else nothing)."""
-    traffic = ((record.get("profile") or {}).get("solve_phases") or {}).get("solve_bytes")
+    traffic = solve_traffic(record)
     rows = (record.get("floor") or {}).get("rows", [])
     stream = [r for r in rows if "stream_gb_per_s_per_block" in r and r["blocks"] == 1]
     if not traffic or not stream:
@@ -166,7 +171,7 @@ def batch_ceiling(record: dict) -> list[str]:
     iteration over a step's passes, at the rate the floor section's device stream reads an array from memory (the
     working sets of the worlds in flight, one per multiprocessor, exceed the L2 cache) and within L2 (they would
     fit). Nothing unless both sections ran."""
-    traffic = ((record.get("profile") or {}).get("solve_phases") or {}).get("solve_bytes")
+    traffic = solve_traffic(record)
     stream = (record.get("floor") or {}).get("device_stream")
     if not traffic or not stream or "per_world" not in traffic:
         return []

@@ -132,6 +132,20 @@ def device_stream_kernel(repeats: int, threads: int, data: wp.array(dtype=wp.vec
     out[tid] = wp.dot(acc, acc)
 
 
+def median_seconds(launch, dev, repeats: int) -> float:
+    """The median wall time of ``repeats`` calls of ``launch`` (a kernel launch on ``dev``), each synchronised, after
+    one to compile and warm."""
+    launch()
+    wp.synchronize_device(dev)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        launch()
+        wp.synchronize_device(dev)
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
 def device_stream(device: str, repeats: int = 5) -> dict:
     """GB/s at which the whole device reads an array far above its L2 cache (``dram``) and one within it (``l2``),
     DEVICE_STREAMS' sizes, with 2,048 threads per multiprocessor (as many as it keeps resident) on a GPU; the median
@@ -144,15 +158,10 @@ def device_stream(device: str, repeats: int = 5) -> dict:
     for where, (size, reads) in DEVICE_STREAMS["cuda" if dev.is_cuda else "cpu"].items():
         data = wp.full(size // 16, wp.vec4(1.0), dtype=wp.vec4, device=dev)
         args = [reads, threads, data, out]
-        wp.launch(device_stream_kernel, dim=threads, inputs=args, device=dev)  # compile, warm
-        wp.synchronize_device(dev)
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            wp.launch(device_stream_kernel, dim=threads, inputs=args, device=dev)
-            wp.synchronize_device(dev)
-            times.append(time.perf_counter() - t0)
-        rates[f"{where}_gb_per_s"] = size * reads / float(np.median(times)) / 1e9
+        seconds = median_seconds(
+            lambda args=args: wp.launch(device_stream_kernel, dim=threads, inputs=args, device=dev), dev, repeats
+        )
+        rates[f"{where}_gb_per_s"] = size * reads / seconds / 1e9
         rates[f"{where}_bytes"] = size
     return dict(multiprocessors=dev.sm_count if dev.is_cuda else 1, **rates)
 
@@ -216,15 +225,9 @@ def measure(device: str, repeats: int = 5) -> list[dict]:
     out = wp.zeros(blocks * lanes, dtype=float, device=dev)
 
     def timed(kernel, args: list) -> float:
-        wp.launch_tiled(kernel, dim=[blocks], inputs=args, block_dim=lanes, device=dev)  # compile, warm
-        wp.synchronize_device(dev)
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            wp.launch_tiled(kernel, dim=[blocks], inputs=args, block_dim=lanes, device=dev)
-            wp.synchronize_device(dev)
-            times.append(time.perf_counter() - t0)
-        return float(np.median(times))
+        return median_seconds(
+            lambda: wp.launch_tiled(kernel, dim=[blocks], inputs=args, block_dim=lanes, device=dev), dev, repeats
+        )
 
     def row(loads: int, sums: int, code: str, seconds: float) -> dict:
         us = 1e6 * max(seconds - launch, 0.0) / PASSES
