@@ -2,8 +2,9 @@
 barriers, the block sums and a chain of dependent loads per lane and phase.
 
 One world's linear solve passes 84 times per default step through a loop of 37 phases that each end at a barrier
-(docs/solver.md, "On a GPU"); 1.5 ms per step leaves ~15 µs per pass. This kernel makes the same passes and phases on
-one world's block (256 lanes on a GPU; kernels/block.py's barrier and block sum; a cluster of blocks with
+(docs/solver.md, "On a GPU"; 33 since the preconditioner's two parts share theirs, kept at 37 here so that the floor
+stays comparable with its H100 measurement); 1.5 ms per step leaves ~15 µs per pass. This kernel makes the same passes
+and phases on one world's block (256 lanes on a GPU; kernels/block.py's barrier and block sum; a cluster of blocks with
 SOFTSNAKE_WORLD_BLOCKS, as the stage kernels), each phase with ``loads`` dependent global loads per lane (a random cycle
 through 1 MiB of indices, which stays in the L2 cache) and, with ``sums``, a block sum in place of the bare barrier.
 Time per pass, against the solve's measured one, says how much of a pass the structure alone costs: no arithmetic of the
@@ -56,7 +57,7 @@ from softsnake.sim.model import quiet_warp
 wp.set_module_options(STAGE_MODULE_OPTIONS)
 
 #: passes of one default step's linear solves (4 Newton iterations × (20 MINRES iterations + the start)) and the
-#: barriers of one pass (the sm_90 SASS of newton_solve at 256 lanes)
+#: barriers of one pass (the sm_90 SASS of newton_solve at 256 lanes when the floor was first measured; 33 now)
 PASSES, PHASES = 84, 37
 #: (dependent loads per lane and phase, a block sum per phase) measured
 CASES = ((0, 0), (1, 0), (2, 0), (4, 0), (0, 1), (1, 1))

@@ -230,3 +230,6 @@ WITHOUT_TETS_AND_CONTACTS = wp.constant(sum(1 << k for k, f in enumerate(FAMILIE
 BODY_FAMILIES = wp.constant(
     sum(1 << k for k, f in enumerate(FAMILIES) if f.name in ("attachment", "joint", "body_contact", "particle_body"))
 )
+#: … and the families of WITHOUT_TETS_AND_CONTACTS that act on particles alone (the primal product gathers them beside
+#: the bodies' J_bᵀx, before it gathers BODY_FAMILIES)
+PARTICLE_ONLY_FAMILIES = wp.constant(WITHOUT_TETS_AND_CONTACTS & ~BODY_FAMILIES)

@@ -26,10 +26,17 @@ from .minres import (
 )
 from .particle_families import live_contact_gather
 from .primal import coarse_partial, coarse_restrict, coarse_solve, precondition_particle
-from .row_families import BODY_FAMILIES, WITHOUT_TETS_AND_CONTACTS
+from .row_families import BODY_FAMILIES, PARTICLE_ONLY_FAMILIES
 from .schur import particle_transpose_product
 from .stiffness import StiffnessPattern, block_row_times
-from .world_rows import body_rows_start, gather_world_rows, scatter_world_bodies, world_inverse_inertias
+from .world_rows import (
+    body_chunk_sums,
+    body_rows_start,
+    body_sums_of_chunks,
+    gather_rows,
+    gather_world_rows,
+    world_inverse_inertias,
+)
 
 
 @wp.struct
@@ -121,9 +128,9 @@ SOLVE_PHASES = (
     "product_bodies",  # J_bᵀ x_l per rigid body
     "product_rows",  # J M⁻¹ (…) + C x_l per row
     "lanczos",  # the rest of the Lanczos recurrence: the rows' part of y −= c·r1 and v·y, α, y −= (α/β)·r2
-    "precondition_coarse",  # the coarse correction's restriction and solve
-    "precondition_particles",  # D⁻¹ and the coarse prolongation per particle
-    "precondition_bodies",  # the rows' rigid-body part (Woodbury: J_bᵀD⁻¹r, H⁻¹, the gathers)
+    "precondition_coarse",  # the coarse correction's restriction and solve, beside the rows' J_bᵀD⁻¹r per body
+    "precondition_particles",  # D⁻¹ and the coarse prolongation per particle, beside H⁻¹ J_bᵀD⁻¹r per body dof
+    "precondition_bodies",  # the rest of the rows' rigid-body part (Woodbury: M_b H⁻¹…, the rows' gathers)
     "precondition_rows",  # the rows' diagonal part (each preconditioner part sums r·z as it writes z)
     "update",  # β from r·z, the MINRES update of the iterate and its scalars
 )
@@ -202,9 +209,16 @@ def gather_saddle_rows(
     y: wp.array(dtype=float),
 ):
     """y = J M⁻¹ (particle_impulse, body_impulse) + C x on the saddle system's rows of world w (saddle_rows): the
-    particle contacts on the slots in use, the other families but the tets whole; ends at a barrier."""
+    particle contacts on the slots in use, the other families but the tets whole. The bodies' impulses must be
+    complete before the rows on bodies are gathered, the particles' before any: the rows on particles alone go first,
+    beside the lanes that finish ``body_impulse`` (the caller's barriers: one before, one at the end, and with
+    bodies one between ``body_impulse``'s sums and BODY_FAMILIES, which this function places itself)."""
     live_contact_gather(w, lane, m, s, particle_impulse, x, y)
-    gather_world_rows(w, lane, m, b, s, particle_impulse, body_impulse, x, y, WITHOUT_TETS_AND_CONTACTS)
+    gather_rows(w, lane, m, b, s, particle_impulse, body_impulse, x, y, PARTICLE_ONLY_FAMILIES)
+    if b.body_count > 0:
+        world_sync()
+        gather_rows(w, lane, m, b, s, particle_impulse, body_impulse, x, y, BODY_FAMILIES)
+    world_sync()
 
 
 @wp.func
@@ -250,10 +264,15 @@ def saddle_product_world(
         p.mass_xv[k] = xm
         xy += wp.dot(xk, yk)
     t = phase_mark(w, lane, p, PRODUCT_PARTICLES, t)
+    # J_bᵀ x_l, its chunks and bodies numbered from the last lane down: lanes go on to the chunks from their particles
+    # without a barrier (the first lanes may hold a particle more), and the bodies' sums share their interval with
+    # the gathers of the rows on particles alone (gather_saddle_rows)
+    rev = lanes - 1 - lane
     if b.body_count > 0:
-        scatter_world_bodies(w, lane, m, b, s, x.l, s.body_impulse)  # J_bᵀ x_l (ends at a barrier)
-    else:
-        world_sync()
+        body_chunk_sums(w, rev, m, b, s, x.l)
+    world_sync()
+    if b.body_count > 0:
+        body_sums_of_chunks(w, rev, b, s, s.body_impulse)
     t = phase_mark(w, lane, p, PRODUCT_BODIES, t)
     if negate_rows != 0:
         gather_saddle_rows(w, lane, m, b, s, p.mass_xv, s.body_impulse, x.l, p.g)
@@ -287,29 +306,61 @@ def saddle_preconditioner_world(
     (kernels/body_precond.py). Returns the lane's part of r·z, the preconditioned inner product MINRES needs next,
     summed as z is written: the lane's particles, then its rows, in the order of kernels/minres.py's loops. Each lane
     writes z on its own entries (those minres walks in the same lane), so the phase ends without a barrier: the block
-    sum of r·z is the next one."""
+    sum of r·z is the next one.
+
+    The two parts are independent until the rows' last step, so they share their barriers: each interval between two
+    of them holds a step of the particles' part (the coarse restriction, the coarse solve, the particles) beside a
+    step of the rigid-body part (D⁻¹r, J_bᵀ of it in chunks and per body, H⁻¹ per body dof), the body steps numbered
+    from the last lane down (``rev``) so that the few lanes they need are not those the coarse steps' lists keep
+    busy. Every sum is per element in a fixed order, so the result does not depend on which lane takes which step."""
     lanes = world_lanes()
+    rev = lanes - 1 - lane
     n = m.particle_count
+    R = m.row_count
+    bodies = p.body_blocks != 0
+    coarse = p.use_coarse != 0
     t = phase_clock(p)
-    if p.use_coarse != 0:
+    if bodies:
+        # t = D⁻¹ r is needed only on the rows that act on bodies, the last families of each world
+        first = body_rows_start(m)
+        for k0 in range(lane, R - first, batch_step(lanes)):
+            idx = lane_batch(w * R + first, k0, lanes, R - first)
+            r_ = gather_batch(r.l, idx)
+            ds = gather_batch(p.row_d, idx)
+            for j in range(LANE_BATCH):
+                if batch_holds(k0, j, lanes, R - first):
+                    p.t_rows[idx[j]] = r_[j] / ds[j]
+    if coarse:
         chunks = p.node_chunk_start[p.nodes]
         for c in range(lane, chunks, lanes):  # Pᵀr in chunks of the nodes' lists, then a lane per node
             p.node_chunk_sum[w * chunks + c] = coarse_partial(
                 w, p.node_chunk_first[c], p.node_chunk_end[c], n, p.node_particles, p.node_weights, r.v
             )
+    if bodies or coarse:
         world_sync()
+    if bodies:
+        body_chunk_sums(w, rev, m, b, s, p.t_rows)  # J_bᵀ D⁻¹ r, in chunks …
+    if coarse:
         for j in range(lane, p.nodes, lanes):
             coarse_restrict(
                 w, j, p.nodes, p.soft_bodies, p.node_chunk_start, p.node_chunk_sum, p.node_body, p.rotation, p.rc
             )
+    if bodies or coarse:
         world_sync()
+    if bodies:
+        body_sums_of_chunks(w, rev, b, s, p.f_body)  # … and per body
+    if coarse:
         dofs = 3 * p.nodes
         for k in range(lane, dofs, lanes):
             coarse_solve(
                 w * dofs + k, p.nodes, p.node_body, p.node_first, p.inverse_start, p.inverse, p.slice_width, p.rc4, p.yc
             )
+    if bodies or coarse:
         world_sync()
     t = phase_mark(w, lane, p, PRECONDITION_COARSE, t)
+    if bodies:
+        for q in range(rev, 6 * b.body_count, lanes):  # y = H⁻¹ f, a row per lane
+            cluster_inverse_row(w, q, b, p.bb, p.H_inv_lanes, p.slice_width, p.f_body, p.y_body)
     rz = float(0.0)
     for i in range(lane, n, lanes):
         rz += precondition_particle(
@@ -329,23 +380,9 @@ def saddle_preconditioner_world(
             z.v,
         )
     t = phase_mark(w, lane, p, PRECONDITION_PARTICLES, t)
-    R = m.row_count
-    if p.body_blocks != 0:
-        # t = D⁻¹ r is needed only on the rows that act on bodies, the last families of each world
-        first = body_rows_start(m)
-        for k0 in range(lane, R - first, batch_step(lanes)):
-            idx = lane_batch(w * R + first, k0, lanes, R - first)
-            r_ = gather_batch(r.l, idx)
-            ds = gather_batch(p.row_d, idx)
-            for j in range(LANE_BATCH):
-                if batch_holds(k0, j, lanes, R - first):
-                    p.t_rows[idx[j]] = r_[j] / ds[j]
+    if bodies:
         world_sync()
-        scatter_world_bodies(w, lane, m, b, s, p.t_rows, p.f_body)
-        for q in range(lane, 6 * b.body_count, lanes):  # y = H⁻¹ f, a row per lane
-            cluster_inverse_row(w, q, b, p.bb, p.H_inv_lanes, p.slice_width, p.f_body, p.y_body)
-        world_sync()
-        for i in range(lane, b.body_count, lanes):
+        for i in range(rev, b.body_count, lanes):
             body_mass_times_dofs(w, i, b, s.h, s.body_x_start, s.body_v, p.y_body, p.imp_body)
         world_sync()
         gather_world_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, BODY_FAMILIES)

@@ -96,6 +96,29 @@ def scatter_world_particles(
 
 
 @wp.func
+def body_chunk_sums(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, x: wp.array(dtype=float)):
+    """The first half of J_bᵀx per rigid body of world w (scatter_world_bodies): one lane per chunk of a body's
+    incidence list, its entries in order, into s.body_chunk_sum. ``lane`` is any numbering of the world's lanes
+    (the chunks' sums do not depend on which lane takes which chunk)."""
+    chunks = b.body_chunk_start[b.body_count]
+    for c in range(lane, chunks, world_lanes()):
+        s.body_chunk_sum[w * chunks + c] = body_transpose_range(
+            w, b.chunk_first[c], b.chunk_end[c], m, b, s.bjac, s.jac, x
+        )
+
+
+@wp.func
+def body_sums_of_chunks(w: int, lane: int, b: BodyData, s: StepData, impulse: wp.array(dtype=wp.spatial_vector)):
+    """The second half (after a barrier): impulse = Σ of each body's chunk sums in order, one lane per body."""
+    chunks = b.body_chunk_start[b.body_count]
+    for i in range(lane, b.body_count, world_lanes()):
+        acc = wp.spatial_vector()
+        for c in range(b.body_chunk_start[i], b.body_chunk_start[i + 1]):
+            acc += s.body_chunk_sum[w * chunks + c]
+        impulse[w * b.body_count + i] = acc
+
+
+@wp.func
 def scatter_world_bodies(
     w: int,
     lane: int,
@@ -107,20 +130,34 @@ def scatter_world_bodies(
 ):
     """impulse = J_bᵀx per rigid body of world w: one lane per chunk of a body's incidence list (its entries in
     order), then one lane per body adds its chunks in order, so the sum is the same whatever the block size. A body
-    glued by dozens of rows would otherwise keep one lane walking its whole list while the block waits."""
-    lanes = world_lanes()
-    chunks = b.body_chunk_start[b.body_count]
-    for c in range(lane, chunks, lanes):
-        s.body_chunk_sum[w * chunks + c] = body_transpose_range(
-            w, b.chunk_first[c], b.chunk_end[c], m, b, s.bjac, s.jac, x
-        )
+    glued by dozens of rows would otherwise keep one lane walking its whole list while the block waits. Ends at a
+    barrier."""
+    body_chunk_sums(w, lane, m, b, s, x)
     world_sync()
-    for i in range(lane, b.body_count, lanes):
-        acc = wp.spatial_vector()
-        for c in range(b.body_chunk_start[i], b.body_chunk_start[i + 1]):
-            acc += s.body_chunk_sum[w * chunks + c]
-        impulse[w * b.body_count + i] = acc
+    body_sums_of_chunks(w, lane, b, s, impulse)
     world_sync()
+
+
+@wp.func
+def gather_rows(
+    w: int,
+    lane: int,
+    m: ModelData,
+    b: BodyData,
+    s: StepData,
+    particle_impulse: wp.array(dtype=wp.vec3),
+    body_impulse: wp.array(dtype=wp.spatial_vector),
+    x: wp.array(dtype=float),
+    y: wp.array(dtype=float),
+    families: int,
+):
+    """y = J M⁻¹ (particle_impulse, body_impulse) + C x on the rows of world w of the families in the bit mask
+    ``families`` (row_families.ALL_FAMILIES, WITHOUT_TETS_AND_CONTACTS, BODY_FAMILIES, PARTICLE_ONLY_FAMILIES), each
+    row on its own (the lanes may take them in any order); no barrier at the end. The rigid bodies' M⁻¹ reads
+    s.body_inv_inertia: the stage evaluates it (world_inverse_inertias) after the bodies' velocities last changed."""
+    for f in range(wp.static(len(FAMILIES))):
+        if (families >> f) & 1 != 0:
+            wp.static(FAMILIES[f].gather)(w, lane, m, b, s, particle_impulse, body_impulse, x, y)
 
 
 @wp.func
@@ -136,12 +173,8 @@ def gather_world_rows(
     y: wp.array(dtype=float),
     families: int,
 ):
-    """y = J M⁻¹ (particle_impulse, body_impulse) + C x on the rows of world w of the families in the bit mask
-    ``families`` (row_families.ALL_FAMILIES, WITHOUT_TETS_AND_CONTACTS, BODY_FAMILIES). The rigid bodies' M⁻¹ reads
-    s.body_inv_inertia: the stage evaluates it (world_inverse_inertias) after the bodies' velocities last changed."""
-    for f in range(wp.static(len(FAMILIES))):
-        if (families >> f) & 1 != 0:
-            wp.static(FAMILIES[f].gather)(w, lane, m, b, s, particle_impulse, body_impulse, x, y)
+    """gather_rows, ending at a barrier."""
+    gather_rows(w, lane, m, b, s, particle_impulse, body_impulse, x, y, families)
     world_sync()
 
 
