@@ -209,10 +209,10 @@ def gather_saddle_rows(
     y: wp.array(dtype=float),
 ):
     """y = J M⁻¹ (particle_impulse, body_impulse) + C x on the saddle system's rows of world w (saddle_rows): the
-    particle contacts on the slots in use, the other families but the tets whole. The bodies' impulses must be
-    complete before the rows on bodies are gathered, the particles' before any: the rows on particles alone go first,
-    beside the lanes that finish ``body_impulse`` (the caller's barriers: one before, one at the end, and with
-    bodies one between ``body_impulse``'s sums and BODY_FAMILIES, which this function places itself)."""
+    particle contacts on the slots in use, the other families but the tets whole. The rows on particles alone go
+    first: they read only ``particle_impulse`` (complete at the caller's barrier before), so they share an interval
+    with the lanes that finish ``body_impulse``; then, with bodies, a barrier and the rows on bodies. Ends at a
+    barrier."""
     live_contact_gather(w, lane, m, s, particle_impulse, x, y)
     gather_rows(w, lane, m, b, s, particle_impulse, body_impulse, x, y, PARTICLE_ONLY_FAMILIES)
     if b.body_count > 0:
