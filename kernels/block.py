@@ -113,6 +113,8 @@ LANE_BATCH = wp.constant(4)
 vec3_batch = wp.types.matrix(shape=(LANE_BATCH, 3), dtype=float)
 #: a batch of LANE_BATCH spatial vectors, one per row
 spatial_batch = wp.types.matrix(shape=(LANE_BATCH, 6), dtype=float)
+#: a batch of LANE_BATCH float64 values
+float64_batch = wp.types.vector(length=LANE_BATCH, dtype=wp.float64)
 
 
 @wp.func_native(
@@ -180,6 +182,12 @@ def gather_batch(a: wp.array(dtype=float), idx: wp.vec4i) -> wp.vec4:  # noqa: F
 def gather_batch(a: wp.array(dtype=int), idx: wp.vec4i) -> wp.vec4i:  # noqa: F811 (a Warp overload)
     """a at the batch's indices (index arrays)."""
     return wp.vec4i(a[idx[0]], a[idx[1]], a[idx[2]], a[idx[3]])
+
+
+@wp.func
+def gather_batch(a: wp.array(dtype=wp.float64), idx: wp.vec4i) -> float64_batch:  # noqa: F811 (a Warp overload)
+    """a at the batch's indices (float64 arrays)."""
+    return float64_batch(a[idx[0]], a[idx[1]], a[idx[2]], a[idx[3]])
 
 
 @wp.func

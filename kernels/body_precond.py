@@ -436,9 +436,18 @@ def cholesky_update_row(
             d = wp.sqrt(wp.max(H[base + j * n + j] + jitter[w * bb.clusters + dof[0]], wp.float64(1.0e-300)))
             H[base + j * n + j] = d
         else:
+            # a batch of the row's entries and of column j at a time, all loads before the batch's stores (column j
+            # and row i's entries right of it never overlap): a GPU lane waits once per batch, not once per entry
             lij = H[base + i * n + j]
-            for k in range(j + 1, i + 1):
-                H[base + i * n + k] = H[base + i * n + k] - lij * H[base + k * n + j]
+            row = wp.vec4i(base + i * n)
+            col = wp.vec4i(base + j)
+            for k0 in range(j + 1, i + 1, batch_step(1)):
+                ks = lane_batch(0, k0, 1, i + 1)
+                hik = gather_batch(H, ks + row)
+                hkj = gather_batch(H, ks * n + col)
+                for a in range(LANE_BATCH):
+                    if batch_holds(k0, a, 1, i + 1):
+                        H[row[0] + ks[a]] = hik[a] - lij * hkj[a]
 
 
 @wp.func
@@ -459,19 +468,30 @@ def cluster_inverse_column(
     n = bb.cluster_dofs[dof[0]]
     q = dof[2]
     base = w * bb.block_size + dof[1]
-    for i in range(n):  # L z = e_q (z_i = 0 above row q)
+    column = wp.vec4i(base + q)  # G's column q: entry k at k·n
+    for i in range(n):  # L z = e_q (z_i = 0 above row q), the sums read a batch of terms at a time
         t = wp.float64(0.0)
         if i == q:
             t = wp.float64(1.0)
         if i > q:
-            for k in range(q, i):
-                t -= L[base + i * n + k] * G[base + k * n + q]
+            for k0 in range(q, i, batch_step(1)):
+                ks = lane_batch(0, k0, 1, i)
+                ls = gather_batch(L, ks + wp.vec4i(base + i * n))
+                gs = gather_batch(G, ks * n + column)
+                for a in range(LANE_BATCH):
+                    if batch_holds(k0, a, 1, i):
+                        t -= ls[a] * gs[a]
         G[base + i * n + q] = t / L[base + i * n + i]
     for ii in range(n):  # Lᵀ g = z
         i = n - 1 - ii
         t = G[base + i * n + q]
-        for k in range(i + 1, n):
-            t -= L[base + k * n + i] * G[base + k * n + q]
+        for k0 in range(i + 1, n, batch_step(1)):
+            ks = lane_batch(0, k0, 1, n)
+            ls = gather_batch(L, ks * n + wp.vec4i(base + i))
+            gs = gather_batch(G, ks * n + column)
+            for a in range(LANE_BATCH):
+                if batch_holds(k0, a, 1, n):
+                    t -= ls[a] * gs[a]
         g = t / L[base + i * n + i]
         G[base + i * n + q] = g
         if slice_width > 1:
