@@ -231,6 +231,36 @@ def particle_body_slot_row_d(
 
 # --------------------------------------------------------------------- H, summed per body row in a fixed order
 @wp.func
+def load6(a: wp.array(dtype=wp.float64), at: int) -> vec6d:
+    """a[at … at + 5], the six loads issued together."""
+    return vec6d(a[at], a[at + 1], a[at + 2], a[at + 3], a[at + 4], a[at + 5])
+
+
+@wp.func
+def store6(a: wp.array(dtype=wp.float64), at: int, v: vec6d):
+    """a[at … at + 5] = v."""
+    a[at] = v[0]
+    a[at + 1] = v[1]
+    a[at + 2] = v[2]
+    a[at + 3] = v[3]
+    a[at + 4] = v[4]
+    a[at + 5] = v[5]
+
+
+@wp.func
+def terms6(coef: float, g: wp.spatial_vector) -> vec6d:
+    """coef · g[k] for k < 6, each product rounded in float32, then widened."""
+    return vec6d(
+        wp.float64(coef * g[0]),
+        wp.float64(coef * g[1]),
+        wp.float64(coef * g[2]),
+        wp.float64(coef * g[3]),
+        wp.float64(coef * g[4]),
+        wp.float64(coef * g[5]),
+    )
+
+
+@wp.func
 def add_row_terms(
     out: wp.array(dtype=wp.float64),
     first: int,
@@ -242,18 +272,24 @@ def add_row_terms(
     gq: wp.spatial_vector,
 ):
     """One row acting on body i (part gi) and q (part gq; −1: none) with weight 1/D: its terms of H's rows (i, a),
-    gi[a]/D · (gi, gq), added at the columns of i and q in their cluster (``out[first + a · max_dofs + column]``)."""
+    gi[a]/D · (gi, gq), added at the columns of i and q in their cluster (``out[first + a · max_dofs + column]``).
+    Each row (i, a) is read whole before it is written (the columns of i and of q never overlap): a GPU lane waits
+    for memory once per row of H, where a load after each store waited once per entry."""
     if weight != 0.0:
         oi = 6 * bb.body_slot[i]
         oq = 6 * bb.body_slot[wp.max(q, 0)]
         for a in range(6):
             coef = weight * gi[a]  # each term rounded in float32, as the rows are; the sums in float64
             row = first + a * bb.max_dofs
-            for k in range(6):
-                out[row + oi + k] = out[row + oi + k] + wp.float64(coef * gi[k])
+            at_i = row + oi
+            at_q = row + oq
+            hi = load6(out, at_i)
+            hq = vec6d()
             if q >= 0:
-                for k in range(6):
-                    out[row + oq + k] = out[row + oq + k] + wp.float64(coef * gq[k])
+                hq = load6(out, at_q)
+            store6(out, at_i, hi + terms6(coef, gi))
+            if q >= 0:
+                store6(out, at_q, hq + terms6(coef, gq))
 
 
 @wp.func
@@ -382,8 +418,15 @@ def body_block_entry(
     if col >= o and col < o + 6:  # M_b: the body's own 6 × 6 block
         acc = wp.float64(body_mass_entry(b, i, w, bx_start, bv, h, a, col - o))
     chunks = b.body_chunk_start[b.body_count]
-    for c in range(b.body_chunk_start[i], b.body_chunk_start[i + 1]):
-        acc += partial[((w * chunks + c) * 6 + a) * bb.max_dofs + col]
+    stride = 6 * bb.max_dofs  # from one chunk's entry (a, col) to the next's
+    at = wp.vec4i(((w * chunks) * 6 + a) * bb.max_dofs + col)
+    end = b.body_chunk_start[i + 1]
+    for c0 in range(b.body_chunk_start[i], end, batch_step(1)):  # a batch of chunks' loads at a time
+        cs = lane_batch(0, c0, 1, end)
+        terms = gather_batch(partial, cs * stride + at)
+        for j in range(LANE_BATCH):
+            if batch_holds(c0, j, 1, end):
+                acc += terms[j]
     H[w * bb.block_size + dof[1] + dof[2] * n + col] = acc
 
 
@@ -403,8 +446,12 @@ def cluster_jitter(w: int, c: int, bb: BodyBlocks, H: wp.array(dtype=wp.float64)
     n = bb.cluster_dofs[c]
     base = w * bb.block_size + bb.cluster_offset[c]
     big = wp.float64(0.0)
-    for i in range(n):
-        big = wp.max(big, H[base + i * n + i])
+    for i0 in range(0, n, batch_step(1)):  # a batch of the diagonal's loads at a time
+        ii = lane_batch(0, i0, 1, n)
+        d = gather_batch(H, ii * (n + 1) + wp.vec4i(base))
+        for j in range(LANE_BATCH):
+            if batch_holds(i0, j, 1, n):
+                big = wp.max(big, d[j])
     jitter[w * bb.clusters + c] = wp.float64(1.0e-12) * big
 
 
