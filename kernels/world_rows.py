@@ -9,7 +9,7 @@ visible to every lane after it.
 
 import warp as wp
 
-from .block import world_lanes, world_sync
+from .block import LANE_BATCH, batch_holds, batch_step, gather_batch, lane_batch, world_lanes, world_sync
 from .data import ATTACHMENT, BodyData, ModelData, StepData
 from .integrate import apply_particle_impulse
 from .rigid import apply_body_impulse, body_inverse_inertia_at_iterate
@@ -109,12 +109,17 @@ def body_chunk_sums(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, x
 
 @wp.func
 def body_sums_of_chunks(w: int, lane: int, b: BodyData, s: StepData, impulse: wp.array(dtype=wp.spatial_vector)):
-    """The second half (after a barrier): impulse = Σ of each body's chunk sums in order, one lane per body."""
+    """The second half (after a barrier): impulse = Σ of each body's chunk sums in order, one lane per body, a batch
+    of chunks' loads at a time."""
     chunks = b.body_chunk_start[b.body_count]
     for i in range(lane, b.body_count, world_lanes()):
         acc = wp.spatial_vector()
-        for c in range(b.body_chunk_start[i], b.body_chunk_start[i + 1]):
-            acc += s.body_chunk_sum[w * chunks + c]
+        end = b.body_chunk_start[i + 1]
+        for c0 in range(b.body_chunk_start[i], end, batch_step(1)):
+            sums = gather_batch(s.body_chunk_sum, lane_batch(w * chunks, c0, 1, end))
+            for j in range(LANE_BATCH):
+                if batch_holds(c0, j, 1, end):
+                    acc += sums[j]
         impulse[w * b.body_count + i] = acc
 
 
