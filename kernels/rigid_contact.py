@@ -12,6 +12,7 @@ pair; otherwise the target's frame is used. The pair's coefficient is the geomet
 
 import warp as wp
 
+from .block import batch_size
 from .contact import shape_signed_distance
 from .data import (
     ATTACHMENT,
@@ -70,7 +71,12 @@ def body_incidence_entry(b: BodyData, c: int, starts: wp.vec4i) -> wp.vec3i:
     ATTACHMENT, JOINT, BODY_CONTACT or PARTICLE_BODY; the role is the body's side of a joint (0 child, 1 parent) or of
     a body contact (0 the feature's body, 1 the target's), 0 otherwise. The family is picked without early returns:
     with them the CPU's solve spent 2.5× the cycles in its rigid-body phases."""
-    code = b.body_incidence[c]
+    return decode_body_incidence(b.body_incidence[c], starts)
+
+
+@wp.func
+def decode_body_incidence(code: int, starts: wp.vec4i) -> wp.vec3i:
+    """body_incidence_entry of an entry's code (element · 4 + role) read before."""
     e = code // 4
     family = ATTACHMENT
     first = starts[0]
@@ -549,8 +555,16 @@ def body_transpose_range(
     f = wp.vec3()
     t = wp.vec3()
     starts = body_family_starts(m)
+    ahead = batch_size() > 1  # a GPU lane loads the next entry's code before this entry's rows (kernels/block.py)
+    code_next = int(0)
+    if ahead and first < end:
+        code_next = b.body_incidence[first]
     for c in range(first, end):
-        entry = body_incidence_entry(b, c, starts)
+        code = b.body_incidence[c]
+        if ahead:  # so that it waits once per entry, not twice; a CPU core runs ahead by itself
+            code = code_next
+            code_next = b.body_incidence[wp.min(c + 1, end - 1)]
+        entry = decode_body_incidence(code, starts)
         family = entry[0]
         k = entry[1]
         role = entry[2]

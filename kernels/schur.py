@@ -12,6 +12,7 @@ so Schur diagonal compliance is α/(h(h+β)) and the right-hand side is −φ (d
 
 import warp as wp
 
+from .block import batch_size
 from .contact import shape_signed_distance, tangent_basis
 from .data import (
     ATTACHMENT,
@@ -308,8 +309,17 @@ def particle_transpose_product(
     contacts_pending = int(1)  # its contact slots come after its tets and before its attachments
     first_tet = family_element0(m, TET)
     first_attachment = family_element0(m, ATTACHMENT)
-    for c in range(m.particle_incidence_start[p], m.particle_incidence_start[p + 1]):
+    start = m.particle_incidence_start[p]
+    end = m.particle_incidence_start[p + 1]
+    ahead = batch_size() > 1  # a GPU lane loads the next entry's code before this entry's rows (kernels/block.py)
+    code_next = int(0)
+    if ahead and start < end:
+        code_next = m.particle_incidence[start]
+    for c in range(start, end):
         code = m.particle_incidence[c]
+        if ahead:  # so that it waits once per entry, not twice; a CPU core runs ahead by itself
+            code = code_next
+            code_next = m.particle_incidence[wp.min(c + 1, end - 1)]
         e = code // 4
         local = code - 4 * e
         if e >= first_tet and tets_pending != 0:
