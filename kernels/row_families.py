@@ -219,7 +219,7 @@ assert all(int(f.index) == k for k, f in enumerate(FAMILIES)), "FAMILIES must be
 #: each assembled family's bit in the masks below, in ASSEMBLY_ORDER
 ASSEMBLY_BITS = tuple(1 << int(f.index) for f in ASSEMBLY_ORDER)
 
-#: bit masks of families for gather_world_rows and assemble_world_rows (bit k: family k): all; all but the tets (the
+#: bit masks of families for gather_rows and assemble_world_rows (bit k: family k): all; all but the tets (the
 #: primal step's first Newton assembly after its warm start's, the particles' velocities unchanged); all but the tets
 #: and the particle contacts (the primal product takes the tets from its block matrix and gathers only the contact
 #: slots in use: kernels/saddle.py; the primal warm start's later merits keep their rows, which the probes do not

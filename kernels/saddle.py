@@ -34,7 +34,6 @@ from .world_rows import (
     body_rows_start,
     body_sums_of_chunks,
     gather_rows,
-    gather_world_rows,
     world_inverse_inertias,
 )
 
@@ -385,7 +384,8 @@ def saddle_preconditioner_world(
         for i in range(rev, b.body_count, lanes):
             body_mass_times_dofs(w, i, b, s.h, s.body_x_start, s.body_v, p.y_body, p.imp_body)
         world_sync()
-        gather_world_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, BODY_FAMILIES)
+        gather_rows(w, lane, m, b, s, p.zero_particles, p.imp_body, p.zero_rows, p.u_rows, BODY_FAMILIES)
+        world_sync()
         t = phase_mark(w, lane, p, PRECONDITION_BODIES, t)
         for k0 in range(lane, rs.count, batch_step(lanes)):
             idx = row_batch(w, k0, lanes, rs)

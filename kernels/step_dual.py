@@ -15,7 +15,7 @@ from .step_common import is_contact_row
 from .world_rows import (
     apply_world_impulses,
     assemble_world_rows,
-    gather_world_rows,
+    gather_rows,
     merit_grew,
     project_world_cones,
     restart_merit,
@@ -48,7 +48,8 @@ def schur_product_world(
     scatter_world_particles(w, lane, m, s, x, s.tet_force, 0, s.impulse)
     if b.body_count > 0:
         scatter_world_bodies(w, lane, m, b, s, x, s.body_impulse)
-    gather_world_rows(w, lane, m, b, s, s.impulse, s.body_impulse, x, y, ALL_FAMILIES)
+    gather_rows(w, lane, m, b, s, s.impulse, s.body_impulse, x, y, ALL_FAMILIES)
+    world_sync()
     R = m.row_count
     acc = float(0.0)
     for k in range(lane, R, world_lanes()):

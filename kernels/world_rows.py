@@ -166,24 +166,6 @@ def gather_rows(
 
 
 @wp.func
-def gather_world_rows(
-    w: int,
-    lane: int,
-    m: ModelData,
-    b: BodyData,
-    s: StepData,
-    particle_impulse: wp.array(dtype=wp.vec3),
-    body_impulse: wp.array(dtype=wp.spatial_vector),
-    x: wp.array(dtype=float),
-    y: wp.array(dtype=float),
-    families: int,
-):
-    """gather_rows, ending at a barrier."""
-    gather_rows(w, lane, m, b, s, particle_impulse, body_impulse, x, y, families)
-    world_sync()
-
-
-@wp.func
 def apply_world_body_impulses(w: int, lane: int, m: ModelData, b: BodyData, s: StepData, x: wp.array(dtype=float)):
     """The rigid bodies of world w take the impulses J_bᵀx (v_b += M_b⁻¹ J_bᵀx, angular momentum kept)."""
     if b.body_count > 0:
