@@ -12,7 +12,7 @@ so Schur diagonal compliance is α/(h(h+β)) and the right-hand side is −φ (d
 
 import warp as wp
 
-from .block import batch_size
+from .block import LANE_BATCH, batch_holds, batch_size, batch_step, gather_batch, lane_batch
 from .contact import shape_signed_distance, tangent_basis
 from .data import (
     ATTACHMENT,
@@ -275,9 +275,12 @@ def add_tet_transpose_product(
     first = m.particle_tet_start[p]
     last = m.particle_tet_start[p + 1]
     if use_tet_force != 0:
-        base = 4 * w * m.tet_count
-        for c in range(first, last):
-            acc += tet_force[base + m.particle_tet[c]]
+        base = wp.vec4i(4 * w * m.tet_count)
+        for c0 in range(first, last, batch_step(1)):  # a batch of tets' codes, then of their forces, at a time
+            forces = gather_batch(tet_force, gather_batch(m.particle_tet, lane_batch(0, c0, 1, last)) + base)
+            for j in range(LANE_BATCH):
+                if batch_holds(c0, j, 1, last):
+                    acc += forces[j]
     else:
         for c in range(first, last):
             code = m.particle_tet[c]
