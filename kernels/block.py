@@ -191,6 +191,28 @@ def gather_batch(a: wp.array(dtype=wp.float64), idx: wp.vec4i) -> float64_batch:
 
 
 @wp.func
+def first_code_ahead(codes: wp.array(dtype=int), first: int, end: int) -> int:
+    """Before a lane's walk over entries [first, end) of a list of codes (``code_and_next``): on a GPU the first
+    entry's code, read ahead; 0 in a one-lane CPU block and for an empty list."""
+    code = int(0)
+    if batch_size() > 1 and first < end:
+        code = codes[first]
+    return code
+
+
+@wp.func
+def code_and_next(codes: wp.array(dtype=int), c: int, end: int, ahead: int) -> wp.vec2i:
+    """(entry c's code, the ``ahead`` to pass for entry c + 1) in a walk ``for c in range(first, end)`` that starts
+    from ``first_code_ahead``. On a GPU, entry c's code was read one entry before and entry c + 1's is read now,
+    before the work on entry c that depends on its code: a lane waits once per entry, where reading each code where
+    it is used made it wait twice (for the code, then for what it indexes). A CPU core runs ahead by itself, so a
+    one-lane CPU block reads entry c's code here and nothing ahead."""
+    if batch_size() > 1:
+        return wp.vec2i(ahead, codes[wp.min(c + 1, end - 1)])
+    return wp.vec2i(codes[c], 0)
+
+
+@wp.func
 def sliced_row(row: int, row_length: int, width: int) -> int:
     """Where entry 0 of ``row`` lies in a table of rows of ``row_length`` entries stored in slices of ``width`` rows
     (softsnake/sim/lane_layout.py, sliced_rows); entry j lies j·width further. A slice keeps its rows' entries j side

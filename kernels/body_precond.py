@@ -498,6 +498,31 @@ def cholesky_update_row(
 
 
 @wp.func
+def subtract_products(
+    t: wp.float64,
+    L: wp.array(dtype=wp.float64),
+    l0: int,
+    l_step: int,
+    G: wp.array(dtype=wp.float64),
+    g0: int,
+    g_step: int,
+    first: int,
+    end: int,
+) -> wp.float64:
+    """t − Σ L[l0 + k·l_step] · G[g0 + k·g_step] over k in [first, end), subtracted in order, a batch of four terms'
+    loads at a time (a GPU lane waits once per batch, not once per term)."""
+    acc = t
+    for k0 in range(first, end, batch_step(1)):
+        ks = lane_batch(0, k0, 1, end)
+        ls = gather_batch(L, ks * l_step + wp.vec4i(l0))
+        gs = gather_batch(G, ks * g_step + wp.vec4i(g0))
+        for a in range(LANE_BATCH):
+            if batch_holds(k0, a, 1, end):
+                acc -= ls[a] * gs[a]
+    return acc
+
+
+@wp.func
 def cluster_inverse_column(
     w: int,
     dof: wp.vec3i,
@@ -515,30 +540,15 @@ def cluster_inverse_column(
     n = bb.cluster_dofs[dof[0]]
     q = dof[2]
     base = w * bb.block_size + dof[1]
-    column = wp.vec4i(base + q)  # G's column q: entry k at k·n
-    for i in range(n):  # L z = e_q (z_i = 0 above row q), the sums read a batch of terms at a time
+    for i in range(n):  # L z = e_q (z_i = 0 above row q): row i of L against G's column q
         t = wp.float64(0.0)
         if i == q:
             t = wp.float64(1.0)
-        if i > q:
-            for k0 in range(q, i, batch_step(1)):
-                ks = lane_batch(0, k0, 1, i)
-                ls = gather_batch(L, ks + wp.vec4i(base + i * n))
-                gs = gather_batch(G, ks * n + column)
-                for a in range(LANE_BATCH):
-                    if batch_holds(k0, a, 1, i):
-                        t -= ls[a] * gs[a]
+        t = subtract_products(t, L, base + i * n, 1, G, base + q, n, q, i)
         G[base + i * n + q] = t / L[base + i * n + i]
-    for ii in range(n):  # Lᵀ g = z
+    for ii in range(n):  # Lᵀ g = z: column i of L against G's column q
         i = n - 1 - ii
-        t = G[base + i * n + q]
-        for k0 in range(i + 1, n, batch_step(1)):
-            ks = lane_batch(0, k0, 1, n)
-            ls = gather_batch(L, ks * n + wp.vec4i(base + i))
-            gs = gather_batch(G, ks * n + column)
-            for a in range(LANE_BATCH):
-                if batch_holds(k0, a, 1, n):
-                    t -= ls[a] * gs[a]
+        t = subtract_products(G[base + i * n + q], L, base + i, n, G, base + q, n, i + 1, n)
         g = t / L[base + i * n + i]
         G[base + i * n + q] = g
         if slice_width > 1:

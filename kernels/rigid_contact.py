@@ -12,7 +12,7 @@ pair; otherwise the target's frame is used. The pair's coefficient is the geomet
 
 import warp as wp
 
-from .block import batch_size
+from .block import code_and_next, first_code_ahead
 from .contact import shape_signed_distance
 from .data import (
     ATTACHMENT,
@@ -555,16 +555,11 @@ def body_transpose_range(
     f = wp.vec3()
     t = wp.vec3()
     starts = body_family_starts(m)
-    ahead = batch_size() > 1  # a GPU lane loads the next entry's code before this entry's rows (kernels/block.py)
-    code_next = int(0)
-    if ahead and first < end:
-        code_next = b.body_incidence[first]
+    ahead = first_code_ahead(b.body_incidence, first, end)
     for c in range(first, end):
-        code = b.body_incidence[c]
-        if ahead:  # so that it waits once per entry, not twice; a CPU core runs ahead by itself
-            code = code_next
-            code_next = b.body_incidence[wp.min(c + 1, end - 1)]
-        entry = decode_body_incidence(code, starts)
+        codes = code_and_next(b.body_incidence, c, end, ahead)  # on a GPU the next code is read ahead
+        ahead = codes[1]
+        entry = decode_body_incidence(codes[0], starts)
         family = entry[0]
         k = entry[1]
         role = entry[2]

@@ -12,7 +12,7 @@ so Schur diagonal compliance is α/(h(h+β)) and the right-hand side is −φ (d
 
 import warp as wp
 
-from .block import LANE_BATCH, batch_holds, batch_size, batch_step, gather_batch, lane_batch
+from .block import LANE_BATCH, batch_holds, batch_step, code_and_next, first_code_ahead, gather_batch, lane_batch
 from .contact import shape_signed_distance, tangent_basis
 from .data import (
     ATTACHMENT,
@@ -314,15 +314,11 @@ def particle_transpose_product(
     first_attachment = family_element0(m, ATTACHMENT)
     start = m.particle_incidence_start[p]
     end = m.particle_incidence_start[p + 1]
-    ahead = batch_size() > 1  # a GPU lane loads the next entry's code before this entry's rows (kernels/block.py)
-    code_next = int(0)
-    if ahead and start < end:
-        code_next = m.particle_incidence[start]
+    ahead = first_code_ahead(m.particle_incidence, start, end)
     for c in range(start, end):
-        code = m.particle_incidence[c]
-        if ahead:  # so that it waits once per entry, not twice; a CPU core runs ahead by itself
-            code = code_next
-            code_next = m.particle_incidence[wp.min(c + 1, end - 1)]
+        codes = code_and_next(m.particle_incidence, c, end, ahead)  # on a GPU the next code is read ahead
+        ahead = codes[1]
+        code = codes[0]
         e = code // 4
         local = code - 4 * e
         if e >= first_tet and tets_pending != 0:
