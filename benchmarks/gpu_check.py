@@ -385,7 +385,7 @@ def section_floor(device: str, quick: bool) -> dict:
     blocks (SOFTSNAKE_WORLD_BLOCKS, read at import; Hopper only: elsewhere the error is recorded)."""
     here = Path(__file__).parent
     sys.path.insert(0, str(here))
-    from latency_floor import PASSES, device_stream, measure
+    from latency_floor import PASSES, device_stream, device_stream_line, measure
 
     rows = measure(device, repeats=3 if quick else 5)
     stream = device_stream(device, repeats=3 if quick else 5)
@@ -406,11 +406,7 @@ def section_floor(device: str, quick: bool) -> dict:
             mb, rate = r["stream_bytes_per_pass"] / 1e6, r["stream_gb_per_s_per_block"]
             code = f", {mb:.2f} MB streamed ({rate:.0f} GB/s per block)"
         print(f"  ×{r['blocks']} {r['loads']} loads, {sync}{code}: {r['us_per_pass']:.2f} µs/pass", flush=True)
-    print(
-        f"  the device streaming: {stream['dram_gb_per_s']:.0f} GB/s from memory, "
-        f"{stream['l2_gb_per_s']:.0f} GB/s within L2",
-        flush=True,
-    )
+    print(f"  {device_stream_line(stream)}", flush=True)
     return dict(passes_per_step=PASSES, rows=rows, cluster_errors=clusters, device_stream=stream)
 
 

@@ -167,6 +167,15 @@ def device_stream(device: str, repeats: int = 5) -> dict:
     return dict(multiprocessors=dev.sm_count if dev.is_cuda else 1, **rates)
 
 
+def device_stream_line(stream: dict) -> str:
+    """device_stream's result in words."""
+    return (
+        f"the whole device streaming an array: {stream['dram_gb_per_s']:.0f} GB/s from memory "
+        f"({stream['dram_bytes'] >> 20} MiB), {stream['l2_gb_per_s']:.0f} GB/s within the L2 cache "
+        f"({stream['l2_bytes'] >> 20} MiB)"
+    )
+
+
 #: steps of multiply-adds per lane and phase in the code-size cases, each on 8 independent accumulators (no dependent
 #: latency): 37 phases unrolled make a loop body of 20,872 instructions, the size of newton_solve's
 CODE_STEPS = 64
@@ -274,11 +283,7 @@ def main() -> int:
             )
         print(f"{per_phase}, {PHASES} phases: {r['us_per_pass']:.2f} µs per pass")
     if stream:
-        print(
-            f"the whole device streaming an array: {stream['dram_gb_per_s']:.0f} GB/s from memory "
-            f"({stream['dram_bytes'] >> 20} MiB), {stream['l2_gb_per_s']:.0f} GB/s within the L2 cache "
-            f"({stream['l2_bytes'] >> 20} MiB)"
-        )
+        print(device_stream_line(stream))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(device=args.device, passes=PASSES, rows=rows, device_stream=stream), f, indent=1)
