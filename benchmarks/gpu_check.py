@@ -27,13 +27,15 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   tests      the CUDA test files (SOFTSNAKE_TEST_DEVICE=cuda) that exercise the block-per-world kernels: tests
              passed and failed, written after each test, and the ten slowest in the output's tail
   env        the learning environment's env-steps/s (benchmarks/bench_env.py) at 1, 16, 64, 256 worlds, coarse and full
-  blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world, under a register cap of 128,
-             over thread-block clusters of 2, 4 and 8 blocks, and with the linear solve on 512 or 1024 lanes
+  blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world, with the lanes' loops an element
+             at a time instead of four (SOFTSNAKE_LANE_BATCH=1), under a register cap of 128, over thread-block
+             clusters of 2, 4 and 8 blocks, and with the linear solve on 512 or 1024 lanes
              (SolverConfig.solve_block_dim, capped at 128 or 64 registers), and 1024 snakes at 64, 128 and 256
-             lanes (fewer lanes: more worlds resident per multiprocessor) and capped (BLOCK_VARIANTS); each one
-             snake against the first for agreement; each variant in a process of its own, which names the
-             stage modules the carried cache lacked (``uncached_modules``) and stops after 2 minutes; the
-             clusters last, and the section last of all (the 0173a57 run spent its last 7 minutes in it)
+             lanes (fewer lanes: more worlds resident per multiprocessor), unbatched and capped
+             (BLOCK_VARIANTS); each one snake against the first for agreement; each variant in a process of its
+             own, which names the stage modules the carried cache lacked (``uncached_modules``) and stops after 2
+             minutes; the clusters last, and the section last of all (the 0173a57 run spent its last 7 minutes in
+             it)
   ppo        (only when named in --sections: ~5 min) examples/train_ppo.py's full run, 256 coarse snakes on the GPU,
              491,520 environment steps; its curve, plot and policy land in $OUT/ppo/
 
@@ -191,26 +193,32 @@ def section_large(device: str, quick: bool) -> dict:
 
 
 #: the blocks section's variants, (lanes per block, the linear solve's lanes, register cap or None, blocks per world,
-#: snakes): block sizes for one snake, the solve on more lanes than the other stages (SolverConfig.solve_block_dim,
-#: under the register cap that fits its block), a world over a thread-block cluster of 2, 4 or 8 blocks
-#: (kernels/block.py, WORLD_BLOCKS), and 1024 snakes at three block sizes and under the register cap that gives two
-#: 256-lane worlds per multiprocessor (stage_register_cap); the clusters last (never run to the end on a GPU yet: the
-#: 0173a57 run on an H100 spent its last 7 minutes in this section without a result)
+#: elements per batch of a lane's loops, snakes): block sizes for one snake, the solve on more lanes than the other
+#: stages (SolverConfig.solve_block_dim, under the register cap that fits its block), the lanes' loops an element at a
+#: time instead of four (kernels/block.py, GPU_LANE_BATCH: the same sums, shorter code, longer chains of dependent
+#: loads), a world over a thread-block cluster of 2, 4 or 8 blocks (kernels/block.py, WORLD_BLOCKS), and 1024 snakes
+#: at three block sizes, under the register cap that gives two 256-lane worlds per multiprocessor
+#: (stage_register_cap) and unbatched; the clusters last (never run to the end on a GPU yet: the 0173a57 run on an
+#: H100 spent its last 7 minutes in this section without a result)
 BLOCK_VARIANTS = (
-    (64, 64, None, 1, 1),
-    (128, 128, None, 1, 1),
-    (256, 256, None, 1, 1),
-    (256, 256, 128, 1, 1),
-    (256, 512, 128, 1, 1),
-    (256, 1024, 64, 1, 1),
-    (64, 64, None, 1, 1024),
-    (128, 128, None, 1, 1024),
-    (256, 256, None, 1, 1024),
-    (256, 256, 128, 1, 1024),
-    (256, 256, None, 2, 1),
-    (256, 256, None, 4, 1),
-    (256, 256, None, 8, 1),
+    (64, 64, None, 1, 4, 1),
+    (128, 128, None, 1, 4, 1),
+    (256, 256, None, 1, 4, 1),
+    (256, 256, None, 1, 1, 1),
+    (256, 256, 128, 1, 4, 1),
+    (256, 512, 128, 1, 4, 1),
+    (256, 1024, 64, 1, 4, 1),
+    (64, 64, None, 1, 4, 1024),
+    (128, 128, None, 1, 4, 1024),
+    (256, 256, None, 1, 4, 1024),
+    (256, 256, None, 1, 1, 1024),
+    (256, 256, 128, 1, 4, 1024),
+    (256, 256, None, 2, 4, 1),
+    (256, 256, None, 4, 4, 1),
+    (256, 256, None, 8, 4, 1),
 )
+#: the default of BLOCK_VARIANTS' fields after the lanes (register cap, blocks per world, elements per batch)
+DEFAULT_BUILD = (None, 1, 4)
 
 #: one variant of the blocks section, in a process of its own: the stage modules hashed first, as precompile_cuda.py
 #: hashed them (warp_runtime.module_identifiers), and what the carried cache lacks compiled on all cores (and named)
@@ -238,17 +246,18 @@ BLOCK_VARIANT_TIMEOUT_S = 120
 
 def variant_builds() -> list[str]:
     """The stage-module builds BLOCK_VARIANTS need beyond the default ones, a line each: register cap (- for none),
-    blocks per world, the modules (comma-separated short names), then the block sizes (gpu_prepare.sh precompiles
-    them, benchmarks/precompile_cuda.py). A solve on more lanes than the other stages needs step_primal alone at its
-    size: step_common's collision tiles do not fit a block above 256 lanes."""
+    blocks per world, elements per batch, the modules (comma-separated short names), then the block sizes
+    (gpu_prepare.sh precompiles them, benchmarks/precompile_cuda.py). A solve on more lanes than the other stages
+    needs step_primal alone at its size: step_common's collision tiles do not fit a block above 256 lanes."""
     builds: dict = {}
-    for lanes, solve_lanes, cap, blocks, _ in BLOCK_VARIANTS:
-        if cap is not None or blocks > 1:
-            builds.setdefault((cap, blocks, "step_common,step_primal,step_body_blocks"), set()).add(lanes)
+    for lanes, solve_lanes, cap, blocks, batch, _ in BLOCK_VARIANTS:
+        if (cap, blocks, batch) != DEFAULT_BUILD:
+            builds.setdefault((cap, blocks, batch, "step_common,step_primal,step_body_blocks"), set()).add(lanes)
         if solve_lanes != lanes:
-            builds.setdefault((cap, blocks, "step_primal"), set()).add(solve_lanes)
+            builds.setdefault((cap, blocks, batch, "step_primal"), set()).add(solve_lanes)
     return [
-        f"{cap or '-'} {blocks} {mods} {' '.join(map(str, sorted(d)))}" for (cap, blocks, mods), d in builds.items()
+        f"{cap or '-'} {blocks} {batch} {mods} {' '.join(map(str, sorted(d)))}"
+        for (cap, blocks, batch, mods), d in builds.items()
     ]
 
 
@@ -272,10 +281,10 @@ print(json.dumps(missing))
 """
 
 
-def variant_environment(cap: int | None, blocks: int) -> dict:
-    """This process's environment with a blocks variant's module options: the register cap (None: none) and the blocks
-    per world (kernels/block.py reads both when the kernels are imported)."""
-    env = dict(os.environ, SOFTSNAKE_WORLD_BLOCKS=str(blocks))
+def variant_environment(cap: int | None, blocks: int, batch: int) -> dict:
+    """This process's environment with a blocks variant's module options: the register cap (None: none), the blocks
+    per world and the elements per batch (kernels/block.py reads them when the kernels are imported)."""
+    env = dict(os.environ, SOFTSNAKE_WORLD_BLOCKS=str(blocks), SOFTSNAKE_LANE_BATCH=str(batch))
     env.pop("SOFTSNAKE_CUDA_MAX_REGISTERS", None)
     if cap is not None:
         env["SOFTSNAKE_CUDA_MAX_REGISTERS"] = str(cap)
@@ -287,9 +296,9 @@ def variant_cache_misses() -> dict[str, list[str]]:
     cache (WARP_CACHE_PATH) holds no GPU cubin for, as a fresh process on the GPU machine hashes them: gpu_prepare.sh
     checks that the precompiled cache leaves nothing for a variant to compile there."""
     out = {}
-    for lanes, solve_lanes, cap, blocks, _ in ((256, 256, None, 1, 1), *BLOCK_VARIANTS):
-        env = variant_environment(cap, blocks)
-        name = f"{lanes} lanes (solve {solve_lanes}) × {blocks}, cap {cap or 'none'}"
+    for lanes, solve_lanes, cap, blocks, batch, _ in ((256, 256, *DEFAULT_BUILD, 1), *BLOCK_VARIANTS):
+        env = variant_environment(cap, blocks, batch)
+        name = f"{lanes} lanes (solve {solve_lanes}) × {blocks}, cap {cap or 'none'}, batch {batch}"
         if name in out:
             continue
         run = subprocess.run(
@@ -331,16 +340,20 @@ def section_blocks(device: str, quick: bool) -> dict:
     frames (round-off: a few µm). Each variant's row is written to the file as soon as it is done."""
     out = {}
     reference = None
-    for lanes, solve_lanes, cap, blocks, snakes in BLOCK_VARIANTS:
+    for lanes, solve_lanes, cap, blocks, batch, snakes in BLOCK_VARIANTS:
         frames = (3 if quick else 12) if snakes > 1 else (20 if quick else 60)
         solve = f" (solve {solve_lanes})" if solve_lanes != lanes else ""
-        name = f"{lanes} lanes{solve} × {blocks} block{'s' if blocks > 1 else ''}, cap {cap or 'none'}, {snakes} snakes"
+        unbatched = ", unbatched" if batch == 1 else ""
+        name = (
+            f"{lanes} lanes{solve} × {blocks} block{'s' if blocks > 1 else ''}, cap {cap or 'none'}{unbatched}, "
+            f"{snakes} snakes"
+        )
         timeout = min(BLOCK_VARIANT_TIMEOUT_S, remaining())
         if timeout < 20.0:
             out[name] = dict(error=["not run: the run's time budget was spent"])
             continue
         args = [sys.executable, "-P", "-c", _BLOCK_RUN, *map(str, (lanes, solve_lanes, snakes, frames)), device]
-        code, stdout, stderr = run_with_timeout(args, variant_environment(cap, blocks), timeout)
+        code, stdout, stderr = run_with_timeout(args, variant_environment(cap, blocks, batch), timeout)
         if code != 0:
             why = f"stopped after {timeout:.0f} s" if code is None else f"exit code {code}"
             out[name] = dict(error=[why, *stderr.strip().splitlines()[-3:]])

@@ -41,12 +41,13 @@ $python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
 if [[ -n "$from_cache" ]]; then mkdir -p .gpu/warpcache && cp -r "$from_cache"/. .gpu/warpcache/; fi
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --block-dim 64 --block-dim 128 \
     --benchmarks latency_floor
-# the blocks section's variants (register caps, clusters: module options read when the kernels are imported)
-$python -P benchmarks/gpu_check.py --variant-builds | while read -r cap blocks modules dims; do
+# the blocks section's variants (register caps, clusters, unbatched lanes: module options read when the kernels are
+# imported)
+$python -P benchmarks/gpu_check.py --variant-builds | while read -r cap blocks batch modules dims; do
     flags=()
     for d in $dims; do flags+=(--block-dim "$d"); done
-    SOFTSNAKE_CUDA_MAX_REGISTERS="${cap#-}" SOFTSNAKE_WORLD_BLOCKS="$blocks" WARP_CACHE_PATH="$PWD/.gpu/warpcache" \
-        $python -P benchmarks/precompile_cuda.py --arch "$arch" --stage-only --modules "$modules" "${flags[@]}"
+    SOFTSNAKE_CUDA_MAX_REGISTERS="${cap#-}" SOFTSNAKE_WORLD_BLOCKS="$blocks" SOFTSNAKE_LANE_BATCH="$batch" \
+        WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --stage-only --modules "$modules" "${flags[@]}"
 done
 # every blocks variant finds its modules in the cache, hashed as a fresh process on the GPU machine hashes them
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/gpu_check.py --cache-misses

@@ -77,14 +77,31 @@ def world_blocks_from_environment() -> int:
 #: thread blocks per world (world_blocks_from_environment)
 WORLD_BLOCKS = world_blocks_from_environment()
 
+
+def gpu_lane_batch_from_environment() -> int:
+    """Elements per batch of a lane's loops on a GPU (``batch_size``) from the environment variable
+    SOFTSNAKE_LANE_BATCH (unset: LANE_BATCH, 4). 1 runs the GPU's lanes an element at a time, as a one-lane CPU block
+    runs, with the same sums in the same order: a GPU experiment's knob (benchmarks/gpu_check.py, blocks) that weighs
+    the batches' shorter chains of dependent loads against their larger code, read when the kernels are imported (a
+    module option of the stage modules, the only ones whose functions read it)."""
+    value = os.environ.get("SOFTSNAKE_LANE_BATCH", "").strip() or "4"
+    if value not in ("1", "4"):
+        raise ValueError(f"SOFTSNAKE_LANE_BATCH must be 1 or 4, got {value!r}")
+    return int(value)
+
+
+#: elements per batch on a GPU and in the CPU's cooperative blocks (gpu_lane_batch_from_environment)
+GPU_LANE_BATCH = gpu_lane_batch_from_environment()
+
 #: the module options of the stage modules (kernels/step_*.py): forward code only (the solver is not differentiated),
-#: the sources' digest (kernels_source_digest), the register cap, if one is set (stage_register_cap), and the
-#: cluster of a world's blocks (WORLD_BLOCKS)
+#: the sources' digest (kernels_source_digest), the register cap, if one is set (stage_register_cap), the
+#: cluster of a world's blocks (WORLD_BLOCKS), and the GPU's batch, if not the default (GPU_LANE_BATCH)
 STAGE_MODULE_OPTIONS = {
     "enable_backward": False,
     "softsnake_kernels_source": kernels_source_digest(),
     **stage_register_cap(),
     **({"cluster_dim": WORLD_BLOCKS} if WORLD_BLOCKS > 1 else {}),
+    **({"softsnake_lane_batch": GPU_LANE_BATCH} if GPU_LANE_BATCH != 4 else {}),
 }
 
 
@@ -120,7 +137,7 @@ float64_batch = wp.types.vector(length=LANE_BATCH, dtype=wp.float64)
 @wp.func_native(
     f"""
 #if defined(__CUDA_ARCH__) || WP_TILE_BLOCK_DIM > 1
-return {LANE_BATCH};
+return {GPU_LANE_BATCH};
 #else
 return 1;
 #endif
@@ -128,9 +145,9 @@ return 1;
 )
 def batch_size() -> int:
     """Elements per batch: LANE_BATCH on a GPU and in the CPU's cooperative blocks (the tests' run of the GPU's lane
-    code), 1 in a one-lane CPU block, whose core overlaps independent loads itself (out-of-order execution) and where
-    the batches' bookkeeping cost ~3 % of a step. A compile-time constant, so the CPU's compiler drops the other
-    slots' loads and arithmetic."""
+    code; GPU_LANE_BATCH, 1 with SOFTSNAKE_LANE_BATCH=1), 1 in a one-lane CPU block, whose core overlaps independent
+    loads itself (out-of-order execution) and where the batches' bookkeeping cost ~3 % of a step. A compile-time
+    constant, so the compiler drops the other slots' loads and arithmetic."""
     ...
 
 

@@ -79,7 +79,7 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
 
 
 def test_blocks_section_records_a_variant_that_cannot_run(monkeypatch):
-    monkeypatch.setattr(gpu_check, "BLOCK_VARIANTS", ((64, 64, None, 1, 1), (256, 256, None, 2, 1)))
+    monkeypatch.setattr(gpu_check, "BLOCK_VARIANTS", ((64, 64, None, 1, 4, 1), (256, 256, None, 2, 4, 1)))
     out = gpu_check.section_blocks("cpu", quick=True)
     ran, cluster = out.values()
     assert ran["ms_per_frame"] > 0.0 and ran["com_gap_mm"] == 0.0
@@ -112,8 +112,9 @@ def test_tests_section_saves_each_verdict_and_stops_at_the_budget(monkeypatch, t
 def test_variant_builds_list_each_cap_and_cluster_once():
     builds = gpu_check.variant_builds()
     stages = "step_common,step_primal,step_body_blocks"
-    assert f"128 1 {stages} 256" in builds and f"- 8 {stages} 256" in builds
-    assert "128 1 step_primal 512" in builds and "64 1 step_primal 1024" in builds  # the solve's own block sizes
+    assert f"128 1 4 {stages} 256" in builds and f"- 8 4 {stages} 256" in builds
+    assert f"- 1 1 {stages} 256" in builds  # the lanes' loops unbatched
+    assert "128 1 4 step_primal 512" in builds and "64 1 4 step_primal 1024" in builds  # the solve's own block sizes
     assert len(builds) == len(set(builds))
 
 
@@ -121,9 +122,10 @@ def test_cache_misses_name_what_an_empty_cache_lacks(monkeypatch, tmp_path):
     """gpu_prepare.sh's check that the precompiled cache leaves nothing for a blocks variant to compile on the GPU: an
     empty cache lacks every module the variant launches, the solve's module at its own block size included."""
     monkeypatch.setenv("WARP_CACHE_PATH", str(tmp_path))
-    monkeypatch.setattr(gpu_check, "BLOCK_VARIANTS", ((256, 512, 128, 1, 1),))
+    monkeypatch.setattr(gpu_check, "BLOCK_VARIANTS", ((256, 512, 128, 1, 4, 1),))
     misses = gpu_check.variant_cache_misses()
-    assert list(misses) == ["256 lanes (solve 256) × 1, cap none", "256 lanes (solve 512) × 1, cap 128"]
-    capped = misses["256 lanes (solve 512) × 1, cap 128"]
+    default, capped_name = "256 lanes (solve 256) × 1, cap none, batch 4", "256 lanes (solve 512) × 1, cap 128, batch 4"
+    assert list(misses) == [default, capped_name]
+    capped = misses[capped_name]
     assert {"step_primal (block 256)", "step_primal (block 512)", "step_common (block 256)"} <= set(capped)
     assert not any(m.startswith("step_dual") or m.startswith("lookup failed") for m in capped)

@@ -567,9 +567,9 @@ def test_phase_timers_count_every_phase_and_leave_the_step_alone():
 
 
 def test_gpu_experiment_knobs_refuse_bad_values(monkeypatch):
-    """SOFTSNAKE_CUDA_MAX_REGISTERS and SOFTSNAKE_WORLD_BLOCKS (kernels/block.py) give clear errors for bad values, a
-    world spread over a thread-block cluster is refused where there is no Hopper GPU, and so is a solve block whose
-    lanes' registers exceed a block's."""
+    """SOFTSNAKE_CUDA_MAX_REGISTERS, SOFTSNAKE_WORLD_BLOCKS and SOFTSNAKE_LANE_BATCH (kernels/block.py) give clear
+    errors for bad values, a world spread over a thread-block cluster is refused where there is no Hopper GPU, and so
+    is a solve block whose lanes' registers exceed a block's."""
     import softsnake.sim.solver as solver_module
     from softsnake.kernels import block
 
@@ -577,6 +577,7 @@ def test_gpu_experiment_knobs_refuse_bad_values(monkeypatch):
         ("SOFTSNAKE_CUDA_MAX_REGISTERS", "eight", block.stage_register_cap),
         ("SOFTSNAKE_CUDA_MAX_REGISTERS", "300", block.stage_register_cap),
         ("SOFTSNAKE_WORLD_BLOCKS", "3", block.world_blocks_from_environment),
+        ("SOFTSNAKE_LANE_BATCH", "2", block.gpu_lane_batch_from_environment),
     ):
         monkeypatch.setenv(name, value)
         with pytest.raises(ValueError, match=name):
@@ -586,6 +587,8 @@ def test_gpu_experiment_knobs_refuse_bad_values(monkeypatch):
     assert block.stage_register_cap() == {"cuda_max_registers": 128}
     monkeypatch.setenv("SOFTSNAKE_WORLD_BLOCKS", "8")
     assert block.world_blocks_from_environment() == 8
+    monkeypatch.setenv("SOFTSNAKE_LANE_BATCH", "1")
+    assert block.gpu_lane_batch_from_environment() == 1 and block.GPU_LANE_BATCH == 4  # read at import
     model, _ = _scene()
     monkeypatch.setattr(solver_module, "WORLD_BLOCKS", 8)
     if TEST_DEVICE == "cpu":
