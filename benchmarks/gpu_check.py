@@ -237,7 +237,13 @@ from softsnake.robots.snake import SnakeConfig
 cfg = SnakeConfig()
 cfg = dataclasses.replace(cfg, solver=dataclasses.replace(cfg.solver, block_dim=lanes, solve_block_dim=solve_lanes))
 r = bench_snakes(snakes, frames, device=device, config=cfg)
-print(json.dumps(dict(ms_per_frame=r["ms_total"], com=r["com_world0"], uncached_modules=uncached)))
+out = dict(ms_per_frame=r["ms_total"], com=r["com_world0"], uncached_modules=uncached)
+if snakes == 1:  # where the solve's time goes in this variant: its phases' cycles per MINRES iteration
+    sys.path.insert(0, sys.argv[6])
+    from profile_step import solve_phases
+    phases = solve_phases("snake", device, 2, block_dim=lanes, solve_block_dim=solve_lanes)["phases"]
+    out["phase_cycles"] = {k: v["cycles_per_iteration"] for k, v in phases.items()}
+print(json.dumps(out))
 """
 #: the longest a blocks variant may take [s]: ~15 s with its modules in the carried cache (gpu_prepare.sh checks
 #: that they are); a cache miss compiles its stage modules first (~2 minutes on 16 cores) and is stopped
@@ -337,7 +343,8 @@ def section_blocks(device: str, quick: bool) -> dict:
     own (the cap and the cluster are module options, read when the kernels are imported), stopped after
     BLOCK_VARIANT_TIMEOUT_S or at the run's deadline (its last lines of output kept); per variant ms per frame,
     snake-steps/s and, for one snake, the gap of world 0's centre of mass [mm] from the first variant's after as many
-    frames (round-off: a few µm). Each variant's row is written to the file as soon as it is done."""
+    frames (round-off: a few µm) and the solve's cycles per MINRES iteration by phase (profile_step.solve_phases, two
+    frames). Each variant's row is written to the file as soon as it is done."""
     out = {}
     reference = None
     for lanes, solve_lanes, cap, blocks, batch, snakes in BLOCK_VARIANTS:
@@ -353,6 +360,7 @@ def section_blocks(device: str, quick: bool) -> dict:
             out[name] = dict(error=["not run: the run's time budget was spent"])
             continue
         args = [sys.executable, "-P", "-c", _BLOCK_RUN, *map(str, (lanes, solve_lanes, snakes, frames)), device]
+        args.append(str(Path(__file__).parent))  # profile_step.py's folder
         code, stdout, stderr = run_with_timeout(args, variant_environment(cap, blocks, batch), timeout)
         if code != 0:
             why = f"stopped after {timeout:.0f} s" if code is None else f"exit code {code}"
@@ -365,6 +373,7 @@ def section_blocks(device: str, quick: bool) -> dict:
             if snakes == 1:
                 reference = reference or r["com"]
                 row["com_gap_mm"] = 1e3 * float(np.linalg.norm(np.subtract(r["com"], reference)))
+                row["phase_cycles"] = r["phase_cycles"]
             out[name] = row
             print(f"  {name}: {row}", flush=True)
         save_partial(out)

@@ -125,7 +125,15 @@ def section_lines(name: str, data) -> list[str]:
              ", ".join(v.get("uncached_modules", [])) or "-", " ".join(v.get("error", [])) or "-"]
             for k, v in data.items()
         ]  # fmt: skip
-        return table(["variant", "ms per frame", "snake-steps/s", "gap [mm]", "compiled there", "error"], rows)
+        out = table(["variant", "ms per frame", "snake-steps/s", "gap [mm]", "compiled there", "error"], rows)
+        profiled = {k: v["phase_cycles"] for k, v in data.items() if v.get("phase_cycles")}
+        if profiled:  # the one-snake variants' solve by phase, a column each
+            phases = list(next(iter(profiled.values())))
+            rows = [[ph, *(c.get(ph) for c in profiled.values())] for ph in phases]
+            rows.append(["all", *(sum(c.values()) for c in profiled.values())])
+            out += ["The one-snake variants' solve: cycles per MINRES iteration by phase:", ""]
+            out += table(["phase", *profiled], rows)
+        return out
     if name == "tests":
         ended = "stopped at the time budget" if data["returncode"] is None else f"return code {data['returncode']}"
         failed = ", ".join(data.get("failed", [])) or "none"

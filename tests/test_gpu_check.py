@@ -57,6 +57,10 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
     assert stream["dram_gb_per_s"] > 0.0 and stream["l2_gb_per_s"] > 0.0
     # its tables for RESULTS (benchmarks/gpu_report.py), a failed section as its error
     record["slab"] = dict(error="RuntimeError: out of memory")
+    record["blocks"] = {  # a one-snake variant's solve by phase, a column of its own
+        "256 lanes × 1 block, cap none, 1 snakes": dict(ms_per_frame=35.2, phase_cycles=dict(update=2.0, lanczos=3.0)),
+        "64 lanes × 1 block, cap none, 1024 snakes": dict(ms_per_frame=420.0),
+    }
     out.write_text(json.dumps(record))
     report = subprocess.run(
         [sys.executable, "-P", str(ROOT / "benchmarks" / "gpu_report.py"), str(out)], capture_output=True, text=True
@@ -68,6 +72,7 @@ def test_launch_count_and_phase_profile_run_on_the_cpu(tmp_path):
     assert "| product_particles |" in text  # the solve's phases (the stages' GPU times: CUDA only)
     assert "CSR blocks: cycles per iteration" in text
     assert "Bytes per MINRES iteration" in text and "### bandwidth floor of the solve" in text
+    assert "| phase | 256 lanes × 1 block, cap none, 1 snakes |" in text and "| all | 5 |" in text
     assert "The whole device (multiprocessors: 1) streams" in text and "### bandwidth ceiling of the batch" in text
     assert "1024 snakes move 1.16 MB of their own per world" in text and "snake-steps/s (target 25,000)" in text
     bad = subprocess.run(
@@ -83,6 +88,7 @@ def test_blocks_section_records_a_variant_that_cannot_run(monkeypatch):
     out = gpu_check.section_blocks("cpu", quick=True)
     ran, cluster = out.values()
     assert ran["ms_per_frame"] > 0.0 and ran["com_gap_mm"] == 0.0
+    assert ran["phase_cycles"]["product_particles"] > 0.0 and len(ran["phase_cycles"]) == 9  # the solve's phases
     assert "thread-block cluster" in cluster["error"][-1]
 
 
