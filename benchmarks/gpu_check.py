@@ -341,9 +341,10 @@ def run_with_timeout(args: list[str], env: dict, timeout: float) -> tuple[int | 
 
 
 def section_blocks(device: str, quick: bool) -> dict:
-    """One snake at 64 to 256 lanes per world, capped, with the solve on 512 or 1024 lanes, 1024 snakes at 64 to 256
-    lanes and capped, and one snake over clusters of 2 to 8 blocks (BLOCK_VARIANTS), each variant in a process of its
-    own (the cap and the cluster are module options, read when the kernels are imported), stopped after
+    """One snake at 64 to 256 lanes per world, unbatched, capped, with the solve on 512 or 1024 lanes, 1024 snakes at
+    64 to 256 lanes, unbatched and capped, and one snake over clusters of 2 to 8 blocks (BLOCK_VARIANTS), each
+    variant in a process of its own (the cap, the batch and the cluster are module options, read when the kernels are
+    imported), stopped after
     BLOCK_VARIANT_TIMEOUT_S or at the run's deadline (its last lines of output kept); per variant ms per frame,
     snake-steps/s and, for one snake, the gap of world 0's centre of mass [mm] from the first variant's after as many
     frames (round-off: a few µm) and the solve's cycles per MINRES iteration by phase (profile_step.solve_phases, two
