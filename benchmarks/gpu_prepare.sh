@@ -47,7 +47,8 @@ $python -P benchmarks/gpu_check.py --variant-builds | while read -r cap blocks b
     flags=()
     for d in $dims; do flags+=(--block-dim "$d"); done
     SOFTSNAKE_CUDA_MAX_REGISTERS="${cap#-}" SOFTSNAKE_WORLD_BLOCKS="$blocks" SOFTSNAKE_LANE_BATCH="$batch" \
-        WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --stage-only --modules "$modules" "${flags[@]}"
+        WARP_CACHE_PATH="$PWD/.gpu/warpcache" \
+        $python -P benchmarks/precompile_cuda.py --arch "$arch" --stage-only --modules "$modules" "${flags[@]}"
 done
 # every blocks variant finds its modules in the cache, hashed as a fresh process on the GPU machine hashes them
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/gpu_check.py --cache-misses

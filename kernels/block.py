@@ -83,7 +83,7 @@ def gpu_lane_batch_from_environment() -> int:
     SOFTSNAKE_LANE_BATCH (unset: LANE_BATCH, 4). 1 runs the GPU's lanes an element at a time, as a one-lane CPU block
     runs, with the same sums in the same order: a GPU experiment's knob (benchmarks/gpu_check.py, blocks) that weighs
     the batches' shorter chains of dependent loads against their larger code, read when the kernels are imported (a
-    module option of the stage modules, the only ones whose functions read it)."""
+    module option of the stage modules, the only ones that call ``batch_size``)."""
     value = os.environ.get("SOFTSNAKE_LANE_BATCH", "").strip() or "4"
     if value not in ("1", "4"):
         raise ValueError(f"SOFTSNAKE_LANE_BATCH must be 1 or 4, got {value!r}")
