@@ -78,15 +78,24 @@ def world_blocks_from_environment() -> int:
 WORLD_BLOCKS = world_blocks_from_environment()
 
 
+#: the most elements a lane loads before it uses any, in the linear solve's loops (the vector updates of
+#: kernels/minres.py, a block row, a coarse node's list): a GPU lane waits for its loads once per batch instead of once
+#: per element. The compiler does not overlap them itself: one element's loads cannot pass the previous element's
+#: stores (the arrays might alias), and a loop over a list of runtime length is not unrolled. The sums keep their
+#: element order. The batch's slots are unrolled; how many of them hold elements is ``batch_size()``. Four by
+#: construction: a batch's indices are a vec4i (``lane_batch``).
+LANE_BATCH = wp.constant(4)
+
+
 def gpu_lane_batch_from_environment() -> int:
     """Elements per batch of a lane's loops on a GPU (``batch_size``) from the environment variable
     SOFTSNAKE_LANE_BATCH (unset: LANE_BATCH, 4). 1 runs the GPU's lanes an element at a time, as a one-lane CPU block
     runs, with the same sums in the same order: a GPU experiment's knob (benchmarks/gpu_check.py, blocks) that weighs
     the batches' shorter chains of dependent loads against their larger code, read when the kernels are imported (a
     module option of the stage modules, the only ones that call ``batch_size``)."""
-    value = os.environ.get("SOFTSNAKE_LANE_BATCH", "").strip() or "4"
-    if value not in ("1", "4"):
-        raise ValueError(f"SOFTSNAKE_LANE_BATCH must be 1 or 4, got {value!r}")
+    value = os.environ.get("SOFTSNAKE_LANE_BATCH", "").strip() or str(LANE_BATCH)
+    if value not in ("1", str(LANE_BATCH)):
+        raise ValueError(f"SOFTSNAKE_LANE_BATCH must be 1 or {LANE_BATCH}, got {value!r}")
     return int(value)
 
 
@@ -101,7 +110,7 @@ STAGE_MODULE_OPTIONS = {
     "softsnake_kernels_source": kernels_source_digest(),
     **stage_register_cap(),
     **({"cluster_dim": WORLD_BLOCKS} if WORLD_BLOCKS > 1 else {}),
-    **({"softsnake_lane_batch": GPU_LANE_BATCH} if GPU_LANE_BATCH != 4 else {}),
+    **({"softsnake_lane_batch": GPU_LANE_BATCH} if GPU_LANE_BATCH != LANE_BATCH else {}),
 }
 
 
@@ -119,13 +128,6 @@ def world_lanes() -> int:
     return wp.block_dim() * wp.static(WORLD_BLOCKS)
 
 
-#: the most elements a lane loads before it uses any, in the linear solve's loops (the vector updates of
-#: kernels/minres.py, a block row, a coarse node's list): a GPU lane waits for its loads once per batch instead of once
-#: per element. The compiler does not overlap them itself: one element's loads cannot pass the previous element's
-#: stores (the arrays might alias), and a loop over a list of runtime length is not unrolled. The sums keep their
-#: element order. The batch's slots are unrolled; how many of them hold elements is ``batch_size()``. Four by
-#: construction: a batch's indices are a vec4i (``lane_batch``).
-LANE_BATCH = wp.constant(4)
 #: a batch of LANE_BATCH vec3 values, one per row
 vec3_batch = wp.types.matrix(shape=(LANE_BATCH, 3), dtype=float)
 #: a batch of LANE_BATCH spatial vectors, one per row
