@@ -3,11 +3,13 @@
 
 Runs the default gait to ``--seconds`` (h = 1/120 s, 4 × 20), then, in the first Newton iteration of the next step,
 assembles the saddle matrix K and the preconditioner P⁻¹ column by column from the kernels (one product per unknown,
-~7,500 for the snake) and runs MINRES in NumPy/SciPy with them: the relative residual ‖Kx − b‖/‖b‖ after each
-iteration count.
+~7,500 for the snake) and runs MINRES in NumPy/SciPy with them: the relative residual ‖Kx − b‖/‖b‖ and the velocities'
+error against the exact solution of that system after each iteration count, and what the kernels' own float32 solve
+left at the budget beside float64 MINRES with the same matrix and preconditioner (round-off or conditioning).
 
     python -P benchmarks/studies/saddle_residual.py [--seconds 1.0] [--iterations 5,10,20,40,80]
     python -P benchmarks/studies/saddle_residual.py --coarse --seconds 10 --newton-iteration 3 --row-study
+    python -P benchmarks/studies/saddle_residual.py --newton-iteration 2 --row-study --exact --iterations 10,20,40,80
 
 ``--coarse`` takes the coarse snake (5 cross-sections per link, ~2,200 unknowns), ``--newton-iteration k`` the k-th
 Newton iteration's system instead of the first, and ``--row-study`` also runs MINRES with ideal row blocks in place of
@@ -18,7 +20,8 @@ Woodbury factorisation would give; docs/solver.md). With
 P_v = D_v⁻¹ + Q the particles' two-level preconditioner (Jacobi part D_v⁻¹, coarse part Q = P A_c⁻¹ Pᵀ) and S the
 rows' own block (bodies and compliance), the row block is the inverse of S + diag(J_p D_v⁻¹ J_pᵀ) + J_p Q J_pᵀ
 (coarse coupling: Woodbury-sized), of S + J_p D_v⁻¹ J_pᵀ (rows coupled through shared particles only) or of
-S + J_p P_v J_pᵀ (both).
+S + J_p P_v J_pᵀ (both). ``--exact`` adds the exact blocks: the rows' exact Schur complement S + J_p A⁻¹ J_pᵀ beside
+the kernels' particles' block, and A⁻¹ with that complement's diagonal (the best a diagonal rows' block can do).
 
 ``--row-scale 3,10,30`` adds the kernels' preconditioner with its rows' block scaled by those factors (a zero-cost
 change that lowers the residual but biases the gait, docs/snake.md).
@@ -45,6 +48,11 @@ def main() -> None:
         "--newton-iteration", type=int, default=0, help="which Newton iteration's system (0 … newton_iterations − 1)"
     )
     ap.add_argument("--row-study", action="store_true", help="also MINRES with ideal row blocks (dense inverses)")
+    ap.add_argument(
+        "--exact",
+        action="store_true",
+        help="also MINRES with exact blocks: the rows' exact Schur complement, and A⁻¹ with its exact diagonal",
+    )
     ap.add_argument(
         "--floor",
         type=float,
@@ -86,6 +94,9 @@ def main() -> None:
                 diag_v=self.data.diag_v.numpy().astype(np.float64),
                 positions=sim.particle_positions()[0].astype(np.float64),
             )
+            original(self, it, iterations)
+            captured["x"] = np.concatenate([self.x[0].numpy().ravel(), self.x[1].numpy()]).astype(np.float64)[index]
+            return None
         return original(self, it, iterations)
 
     sp.PrimalStep.solve = capture
@@ -104,6 +115,14 @@ def main() -> None:
         f"{b.size} unknowns ({nv} particle, {b.size - nv} row), ‖b‖ = {np.linalg.norm(b):.3e}"
     )
     counts = [int(s) for s in a.iterations.split(",")]
+    budget = cfg.solver.linear_iterations
+    x64, _ = sla.minres(K, b, M=P, maxiter=budget, rtol=1e-30, check=False)
+    print(
+        f"after the budget's {budget} iterations: the kernels' float32 solve leaves "
+        f"{residual(K, captured['x'], b):.3e} of ‖b‖, MINRES in float64 with the same matrix and preconditioner "
+        f"{residual(K, x64, b):.3e}"
+    )
+    exact = np.linalg.solve(K, b)
     variants = {"kernels' preconditioner": P}
     for factor in (float(f) for f in a.row_scale.split(",") if f.strip()):
         M = P.copy()
@@ -112,15 +131,40 @@ def main() -> None:
     if a.row_study:
         link, section = particle_sections(sim)
         variants.update(ideal_row_blocks(K, P, nv, captured["diag_v"], link, section, captured["positions"], a.floor))
+    if a.exact:
+        variants.update(exact_blocks(K, P, nv))
+    print(f"relative residual ‖Kx − b‖/‖b‖ | velocities' error ‖x_v − x*_v‖/‖x*_v‖ after {a.iterations} iterations:")
     for name, M in variants.items():
-        res = []
+        res, err = [], []
         for k in counts:
             x, _ = sla.minres(K, b, M=M, maxiter=k, rtol=1e-30, check=False)
-            res.append(np.linalg.norm(K @ x - b) / np.linalg.norm(b))
-        print(
-            f"{name:<34} relative residual after {'/'.join(map(str, counts))} iterations: "
-            + " / ".join(f"{r:.2e}" for r in res)
-        )
+            res.append(residual(K, x, b))
+            err.append(np.linalg.norm(x[:nv] - exact[:nv]) / np.linalg.norm(exact[:nv]))
+        print(f"{name:<34} " + " / ".join(f"{r:.2e}" for r in res) + " | " + " / ".join(f"{e:.2e}" for e in err))
+
+
+def residual(K: np.ndarray, x: np.ndarray, b: np.ndarray) -> float:
+    """‖Kx − b‖/‖b‖."""
+    return float(np.linalg.norm(K @ x - b) / np.linalg.norm(b))
+
+
+def exact_blocks(K: np.ndarray, P: np.ndarray, nv: int) -> dict:
+    """Block-diagonal preconditioners with exact blocks: the kernels' particles' block and the exact inverse of the
+    rows' Schur complement S + J_p A⁻¹ J_pᵀ; A⁻¹ exact and that complement's diagonal only (the best a diagonal rows'
+    block can do)."""
+    A, Jp, S = K[:nv, :nv], -K[nv:, :nv], -K[nv:, nv:]
+    A_inv = np.linalg.inv(A)
+    schur = S + Jp @ A_inv @ Jp.T
+
+    def blocks(particles: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        M = np.zeros_like(P)
+        M[:nv, :nv], M[nv:, nv:] = particles, rows
+        return 0.5 * (M + M.T)
+
+    return {
+        "rows: exact Schur complement": blocks(P[:nv, :nv], np.linalg.inv(schur)),
+        "A⁻¹ exact, rows: exact diagonal": blocks(A_inv, np.diag(1.0 / np.diag(schur))),
+    }
 
 
 def floored_inverse(S: np.ndarray, floor: float = 1.0e-6) -> np.ndarray:
