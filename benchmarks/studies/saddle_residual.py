@@ -21,7 +21,7 @@ P_v = D_v⁻¹ + Q the particles' two-level preconditioner (Jacobi part D_v⁻¹
 rows' own block (bodies and compliance), the row block is the inverse of S + diag(J_p D_v⁻¹ J_pᵀ) + J_p Q J_pᵀ
 (coarse coupling: Woodbury-sized), of S + J_p D_v⁻¹ J_pᵀ (rows coupled through shared particles only) or of
 S + J_p P_v J_pᵀ (both). ``--exact`` adds the exact blocks: the rows' exact Schur complement S + J_p A⁻¹ J_pᵀ beside
-the kernels' particles' block, and A⁻¹ with that complement's diagonal (the best a diagonal rows' block can do).
+the kernels' particles' block, and A⁻¹ with that complement's diagonal (a diagonal rows' block at its most exact).
 
 ``--row-scale 3,10,30`` adds the kernels' preconditioner with its rows' block scaled by those factors (a zero-cost
 change that lowers the residual but biases the gait, docs/snake.md).
@@ -150,21 +150,23 @@ def residual(K: np.ndarray, x: np.ndarray, b: np.ndarray) -> float:
 
 def exact_blocks(K: np.ndarray, P: np.ndarray, nv: int) -> dict:
     """Block-diagonal preconditioners with exact blocks: the kernels' particles' block and the exact inverse of the
-    rows' Schur complement S + J_p A⁻¹ J_pᵀ; A⁻¹ exact and that complement's diagonal only (the best a diagonal rows'
-    block can do)."""
+    rows' Schur complement S + J_p A⁻¹ J_pᵀ; A⁻¹ exact and that complement's diagonal only (a diagonal rows' block at
+    its most exact)."""
     A, Jp, S = K[:nv, :nv], -K[nv:, :nv], -K[nv:, nv:]
     A_inv = np.linalg.inv(A)
     schur = S + Jp @ A_inv @ Jp.T
-
-    def blocks(particles: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        M = np.zeros_like(P)
-        M[:nv, :nv], M[nv:, nv:] = particles, rows
-        return 0.5 * (M + M.T)
-
     return {
-        "rows: exact Schur complement": blocks(P[:nv, :nv], np.linalg.inv(schur)),
-        "A⁻¹ exact, rows: exact diagonal": blocks(A_inv, np.diag(1.0 / np.diag(schur))),
+        "rows: exact Schur complement": block_diagonal(P[:nv, :nv], np.linalg.inv(schur)),
+        "A⁻¹ exact, rows: exact diagonal": block_diagonal(A_inv, np.diag(1.0 / np.diag(schur))),
     }
+
+
+def block_diagonal(particles: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The symmetric block-diagonal preconditioner with these particles' and rows' blocks."""
+    M = np.zeros((particles.shape[0] + rows.shape[0],) * 2)
+    M[: particles.shape[0], : particles.shape[0]] = particles
+    M[particles.shape[0] :, particles.shape[0] :] = rows
+    return 0.5 * (M + M.T)
 
 
 def floored_inverse(S: np.ndarray, floor: float = 1.0e-6) -> np.ndarray:
@@ -246,9 +248,7 @@ def ideal_row_blocks(
         per_link[np.ix_(idx, idx)] = floored_inverse(T[np.ix_(idx, idx)], floor)
 
     def with_rows(rows: np.ndarray) -> np.ndarray:
-        M = np.zeros_like(P)
-        M[:nv, :nv], M[nv:, nv:] = c["Pv"], rows
-        return 0.5 * (M + M.T)
+        return block_diagonal(c["Pv"], rows)
 
     return {
         "rows: coarse coupling": with_rows(floored_inverse(S + np.diag(np.diag(JDJ)) + JQJ, floor)),
