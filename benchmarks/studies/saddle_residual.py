@@ -23,6 +23,11 @@ rows' own block (bodies and compliance), the row block is the inverse of S + dia
 S + J_p P_v J_pᵀ (both). ``--exact`` adds the exact blocks: the rows' exact Schur complement S + J_p A⁻¹ J_pᵀ beside
 the kernels' particles' block, and A⁻¹ with that complement's diagonal (a diagonal rows' block at its most exact).
 
+``--spectrum`` prints the eigenvalues of the preconditioned operator (P^½ K P^½, whose spectrum MINRES's
+convergence answers): how many lie near zero, the share of the preconditioned right-hand side on them, and the row
+families that the near-zero eigenvectors live on (each entry scaled by the preconditioner's diagonal, P_ii^(-½)):
+which rows a better rows' block must couple.
+
 ``--row-scale 3,10,30`` adds the kernels' preconditioner with its rows' block scaled by those factors (a zero-cost
 change that lowers the residual but biases the gait, docs/snake.md).
 """
@@ -52,6 +57,11 @@ def main() -> None:
         "--exact",
         action="store_true",
         help="also MINRES with exact blocks: the rows' exact Schur complement, and A⁻¹ with its exact diagonal",
+    )
+    ap.add_argument(
+        "--spectrum",
+        action="store_true",
+        help="also the preconditioned operator's eigenvalues near zero and the row families they live on",
     )
     ap.add_argument(
         "--floor",
@@ -91,6 +101,7 @@ def main() -> None:
                 P=P,
                 b=b,
                 particle_dofs=3 * sim.model.particle_count,
+                index=index,
                 diag_v=self.data.diag_v.numpy().astype(np.float64),
                 positions=sim.particle_positions()[0].astype(np.float64),
             )
@@ -122,6 +133,8 @@ def main() -> None:
         f"{residual(K, captured['x'], b):.3e} of ‖b‖, MINRES in float64 with the same matrix and preconditioner "
         f"{residual(K, x64, b):.3e}"
     )
+    if a.spectrum:
+        print_spectrum(K, P, b, unknown_families(sim, captured["index"], nv))
     exact = np.linalg.solve(K, b)
     variants = {"kernels' preconditioner": P}
     for factor in (float(f) for f in a.row_scale.split(",") if f.strip()):
@@ -130,7 +143,10 @@ def main() -> None:
         variants[f"kernels', rows' block x {factor:g}"] = M
     if a.row_study:
         link, section = particle_sections(sim)
-        variants.update(ideal_row_blocks(K, P, nv, captured["diag_v"], link, section, captured["positions"], a.floor))
+        family = unknown_families(sim, captured["index"], nv)[nv:]
+        variants.update(
+            ideal_row_blocks(K, P, nv, captured["diag_v"], link, section, captured["positions"], family, a.floor)
+        )
     if a.exact:
         variants.update(exact_blocks(K, P, nv))
     print(f"relative residual ‖Kx − b‖/‖b‖ | velocities' error ‖x_v − x*_v‖/‖x*_v‖ after {a.iterations} iterations:")
@@ -146,6 +162,50 @@ def main() -> None:
 def residual(K: np.ndarray, x: np.ndarray, b: np.ndarray) -> float:
     """‖Kx − b‖/‖b‖."""
     return float(np.linalg.norm(K @ x - b) / np.linalg.norm(b))
+
+
+def unknown_families(sim: SnakeSim, index: np.ndarray, nv: int) -> np.ndarray:
+    """The family of each unknown of the dense system (PrimalStep.dense's ``index``): "particle" for the velocities,
+    else the row family (softsnake/sim/rows.py) of the row."""
+    family = np.full(index.size, "particle", dtype=object)
+    rows = index[nv:] - nv
+    for f in sim.model.rows:
+        family[nv:][(rows >= f.offset) & (rows < f.end)] = f.name
+    return family
+
+
+def print_spectrum(K: np.ndarray, P: np.ndarray, b: np.ndarray, family: np.ndarray, near: float = 0.1) -> None:
+    """The eigenvalues λ of P^½ K P^½ (P = L Lᵀ, the same as those of P K): their ranges on the rows' (negative) and
+    the particles' (positive) side, how many lie within 0.01 … 0.3 of zero with the share of ‖Lᵀb‖² (the
+    preconditioned right-hand side) on them, and the row families of the eigenvectors with |λ| < ``near`` and of the
+    five nearest zero, each entry scaled by P_ii^(-½)."""
+    w, V = np.linalg.eigh(P)
+    L = V * np.sqrt(np.maximum(w, 0.0))
+    lam, U = np.linalg.eigh(L.T @ K @ L)
+    energy = (U.T @ (L.T @ b)) ** 2
+    energy /= energy.sum()
+    neg, pos = lam[lam < 0], lam[lam > 0]
+    print(
+        f"preconditioned eigenvalues: {neg.size} negative, {neg.min():.2e} … {neg.max():.2e}; "
+        f"{pos.size} positive, {pos.min():.2e} … {pos.max():.2e}"
+    )
+    for t in (0.01, 0.03, 0.1, 0.3):
+        within = np.abs(lam) < t
+        print(f"  |λ| < {t:<4g}: {int(within.sum()):5d} of them, {energy[within].sum():.3f} of the right-hand side")
+    scaled = (L @ U) / np.sqrt(np.diag(P))[:, None]
+    scaled = scaled**2 / (scaled**2).sum(axis=0)  # each eigenvector's weight per unknown, columns summing to 1
+
+    def shares(columns: np.ndarray) -> str:
+        weight = scaled[:, columns].sum(axis=1)
+        by_family = {f: weight[family == f].sum() / weight.sum() for f in dict.fromkeys(family)}
+        return ", ".join(f"{f} {v:.2f}" for f, v in sorted(by_family.items(), key=lambda kv: -kv[1]) if v >= 0.005)
+
+    close = np.nonzero(np.abs(lam) < near)[0]
+    print(f"  the {close.size} eigenvectors with |λ| < {near:g}, by family: {shares(close)}")
+    for k in np.argsort(np.abs(lam))[:5]:
+        print(f"  λ = {lam[k]: .2e}: {shares(np.array([k]))}")
+    counts = {f: int((family == f).sum()) for f in dict.fromkeys(family)}
+    print("  unknowns by family: " + ", ".join(f"{f} {c}" for f, c in counts.items()))
 
 
 def exact_blocks(K: np.ndarray, P: np.ndarray, nv: int) -> dict:
@@ -227,10 +287,15 @@ def ideal_row_blocks(
     link: np.ndarray,
     section: np.ndarray,
     positions: np.ndarray,
+    family: np.ndarray,
     floor: float = 1.0e-6,
 ) -> dict:
     """Block-diagonal preconditioners with the particles' block of ``P`` and ideal row blocks (module docstring), their
-    inverses' eigenvalues floored at ``floor`` × the largest."""
+    inverses' eigenvalues floored at ``floor`` × the largest; ``family``: each row's family (unknown_families). One
+    keeps the kernels' rows' block and couples the attachment rows alone through the coarse space: its block of
+    attachments is (S + diag(J_p D_v⁻¹ J_pᵀ) + J_p Q J_pᵀ) there, a low-rank term (3 × the coarse nodes the attached
+    particles touch at most) beside the kernels' diagonal, which a Woodbury factorisation with the bodies'
+    (kernels/body_precond.py) could take."""
     c = row_couplings(K, P, nv, diag_v, link, section)
     A, Jp, S, JDJ, JQJ = K[:nv, :nv], c["Jp"], c["S"], c["JDJ"], c["JQJ"]
     # each link's rigid motion as the coarse part instead of the two-level one: Φ (Φᵀ A Φ)⁻¹ Φᵀ
@@ -250,8 +315,16 @@ def ideal_row_blocks(
     def with_rows(rows: np.ndarray) -> np.ndarray:
         return block_diagonal(c["Pv"], rows)
 
+    attached = family == "attachment"
+    kernels_rows = np.linalg.inv(P[nv:, nv:])  # D + J_b M_b⁻¹ J_bᵀ
+    kernels_rows[np.ix_(attached, attached)] = (S + np.diag(np.diag(JDJ)) + JQJ)[np.ix_(attached, attached)]
+    coupling = np.linalg.eigvalsh(JQJ[np.ix_(attached, attached)])
+    rank = int((coupling > 1.0e-9 * coupling.max()).sum()) if attached.any() else 0
+    print(f"the attachment rows' coarse coupling J_p Q J_pᵀ: {int(attached.sum())} rows, rank {rank}")
+
     return {
         "rows: coarse coupling": with_rows(floored_inverse(S + np.diag(np.diag(JDJ)) + JQJ, floor)),
+        "rows: kernels', attachments coarse": with_rows(floored_inverse(kernels_rows, floor)),
         "rows: shared-particle coupling": with_rows(floored_inverse(S + JDJ, floor)),
         "rows: both": with_rows(floored_inverse(S + JDJ + JQJ, floor)),
         "rows: both, shared within sections": with_rows(floored_inverse(T, floor)),
