@@ -143,9 +143,9 @@ def main() -> None:
         variants[f"kernels', rows' block x {factor:g}"] = M
     if a.row_study:
         link, section = particle_sections(sim)
-        family = unknown_families(sim, captured["index"], nv)[nv:]
+        carriage = attachment_bodies(sim, captured["index"], nv)
         variants.update(
-            ideal_row_blocks(K, P, nv, captured["diag_v"], link, section, captured["positions"], family, a.floor)
+            ideal_row_blocks(K, P, nv, captured["diag_v"], link, section, captured["positions"], carriage, a.floor)
         )
     if a.exact:
         variants.update(exact_blocks(K, P, nv))
@@ -156,7 +156,7 @@ def main() -> None:
             x, _ = sla.minres(K, b, M=M, maxiter=k, rtol=1e-30, check=False)
             res.append(residual(K, x, b))
             err.append(np.linalg.norm(x[:nv] - exact[:nv]) / np.linalg.norm(exact[:nv]))
-        print(f"{name:<34} " + " / ".join(f"{r:.2e}" for r in res) + " | " + " / ".join(f"{e:.2e}" for e in err))
+        print(f"{name:<36} " + " / ".join(f"{r:.2e}" for r in res) + " | " + " / ".join(f"{e:.2e}" for e in err))
 
 
 def residual(K: np.ndarray, x: np.ndarray, b: np.ndarray) -> float:
@@ -172,6 +172,17 @@ def unknown_families(sim: SnakeSim, index: np.ndarray, nv: int) -> np.ndarray:
     for f in sim.model.rows:
         family[nv:][(rows >= f.offset) & (rows < f.end)] = f.name
     return family
+
+
+def attachment_bodies(sim: SnakeSim, index: np.ndarray, nv: int) -> np.ndarray:
+    """The rigid body (a carriage) that each row of the dense system attaches a particle to; −1 on the rows of other
+    families."""
+    rows = index[nv:] - nv
+    f = sim.model.rows["attachment"]
+    body = np.full(rows.size, -1)
+    mine = (rows >= f.offset) & (rows < f.end)
+    body[mine] = sim.model.body_data.attachment_body.numpy()[(rows[mine] - f.offset) // f.rows_per_element]
+    return body
 
 
 def print_spectrum(K: np.ndarray, P: np.ndarray, b: np.ndarray, family: np.ndarray, near: float = 0.1) -> None:
@@ -287,15 +298,17 @@ def ideal_row_blocks(
     link: np.ndarray,
     section: np.ndarray,
     positions: np.ndarray,
-    family: np.ndarray,
+    carriage: np.ndarray,
     floor: float = 1.0e-6,
 ) -> dict:
     """Block-diagonal preconditioners with the particles' block of ``P`` and ideal row blocks (module docstring), their
-    inverses' eigenvalues floored at ``floor`` × the largest; ``family``: each row's family (unknown_families). One
-    keeps the kernels' rows' block and couples the attachment rows alone through the coarse space: its block of
-    attachments is (S + diag(J_p D_v⁻¹ J_pᵀ) + J_p Q J_pᵀ) there, a low-rank term (3 × the coarse nodes the attached
-    particles touch at most) beside the kernels' diagonal, which a Woodbury factorisation with the bodies'
-    (kernels/body_precond.py) could take."""
+    inverses' eigenvalues floored at ``floor`` × the largest; ``carriage``: each row's attachment body
+    (attachment_bodies). Two keep the kernels' rows' block and couple the attachment rows alone through the coarse
+    space: their block of attachments is (S + diag(J_p D_v⁻¹ J_pᵀ) + J_p Q J_pᵀ) there, beside the diagonal a term of
+    rank 3 × the coarse nodes the attached particles touch, which a Woodbury factorisation with the bodies'
+    (kernels/body_precond.py) could take; "per carriage" keeps J_p Q J_pᵀ between rows on the same carriage alone
+    (not between a link's two end faces), so that the bodies' clusters stay apart; "on the kernels' D" adds that term
+    to the kernels' block as it is, whose D holds the coarse diagonal of the attached particles already."""
     c = row_couplings(K, P, nv, diag_v, link, section)
     A, Jp, S, JDJ, JQJ = K[:nv, :nv], c["Jp"], c["S"], c["JDJ"], c["JQJ"]
     # each link's rigid motion as the coarse part instead of the two-level one: Φ (Φᵀ A Φ)⁻¹ Φᵀ
@@ -315,16 +328,25 @@ def ideal_row_blocks(
     def with_rows(rows: np.ndarray) -> np.ndarray:
         return block_diagonal(c["Pv"], rows)
 
-    attached = family == "attachment"
-    kernels_rows = np.linalg.inv(P[nv:, nv:])  # D + J_b M_b⁻¹ J_bᵀ
-    kernels_rows[np.ix_(attached, attached)] = (S + np.diag(np.diag(JDJ)) + JQJ)[np.ix_(attached, attached)]
+    attached = carriage >= 0
+    kernels_inverse = np.linalg.inv(P[nv:, nv:])  # D + J_b M_b⁻¹ J_bᵀ
+    blocks = np.ix_(attached, attached)
+    kernels_rows = kernels_inverse.copy()
+    kernels_rows[blocks] = (S + np.diag(np.diag(JDJ)) + JQJ)[blocks]
+    per_carriage = kernels_inverse.copy()
+    same = carriage[:, None] == carriage[None, :]
+    per_carriage[blocks] = (S + np.diag(np.diag(JDJ)) + JQJ * same)[blocks]
+    on_kernels = kernels_inverse + JQJ * np.outer(attached, attached) * same  # the coarse diagonal twice
     coupling = np.linalg.eigvalsh(JQJ[np.ix_(attached, attached)])
-    rank = int((coupling > 1.0e-9 * coupling.max()).sum()) if attached.any() else 0
+    # numerical rank: the dense capture is float32, so its round-off leaves eigenvalues ~1e-8 of the largest
+    rank = int((coupling > 1.0e-6 * coupling.max()).sum()) if attached.any() else 0
     print(f"the attachment rows' coarse coupling J_p Q J_pᵀ: {int(attached.sum())} rows, rank {rank}")
 
     return {
         "rows: coarse coupling": with_rows(floored_inverse(S + np.diag(np.diag(JDJ)) + JQJ, floor)),
         "rows: kernels', attachments coarse": with_rows(floored_inverse(kernels_rows, floor)),
+        "… per carriage": with_rows(floored_inverse(per_carriage, floor)),
+        "… per carriage, on the kernels' D": with_rows(floored_inverse(on_kernels, floor)),
         "rows: shared-particle coupling": with_rows(floored_inverse(S + JDJ, floor)),
         "rows: both": with_rows(floored_inverse(S + JDJ + JQJ, floor)),
         "rows: both, shared within sections": with_rows(floored_inverse(T, floor)),
