@@ -336,8 +336,8 @@ def ideal_row_blocks(
     per_carriage = kernels_inverse.copy()
     same = carriage[:, None] == carriage[None, :]
     per_carriage[blocks] = (S + np.diag(np.diag(JDJ)) + JQJ * same)[blocks]
-    on_kernels = kernels_inverse + JQJ * np.outer(attached, attached) * same  # the coarse diagonal twice
-    coupling = np.linalg.eigvalsh(JQJ[np.ix_(attached, attached)])
+    on_kernels = kernels_inverse + JQJ * np.outer(attached, attached) * same  # the coarse diagonal in twice
+    coupling = np.linalg.eigvalsh(JQJ[blocks])
     # numerical rank: the dense capture is float32, so its round-off leaves eigenvalues ~1e-8 of the largest
     rank = int((coupling > 1.0e-6 * coupling.max()).sum()) if attached.any() else 0
     print(f"the attachment rows' coarse coupling J_p Q J_pᵀ: {int(attached.sum())} rows, rank {rank}")
