@@ -195,7 +195,7 @@ def consistent_system(K: np.ndarray, b: np.ndarray, nv: int, rcond: float = 1.0e
     """The right-hand side without its part along K's eigenvectors whose eigenvalues lie below ``rcond`` × the
     largest, and the solution K⁺b there: the system the iterates are measured on. The rows' block holds exact
     redundancies (a wheel's contact and joint rows over its six degrees of freedom), which the float32 capture leaves
-    as eigenvalues ~1e-14 of the largest, far below its round-off, each with a small velocity part; the round-off's
+    as eigenvalues ~1e-13 of the largest, far below its round-off, each with a small velocity part; the round-off's
     share of b along them would otherwise put most of K⁻¹b's velocities there (and iterates that reduce the residual
     far enough follow)."""
     mu, V = np.linalg.eigh(K)
@@ -262,7 +262,7 @@ def kernel_like(A: np.ndarray, Jp: np.ndarray, S: np.ndarray, attached: np.ndarr
     Pv = two_level(A, coarse)
     diag = np.diag(A)
     jacobi = (Jp**2) @ np.divide(1.0, diag, out=np.zeros_like(diag), where=diag > 0)
-    schur_diag = np.where(attached, np.einsum("ij,jk,ik->i", Jp, Pv, Jp), jacobi)
+    schur_diag = np.where(attached, ((Jp @ Pv) * Jp).sum(axis=1), jacobi)
     return block_diagonal(Pv, np.linalg.inv(S + np.diag(schur_diag)))
 
 
