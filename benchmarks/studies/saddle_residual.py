@@ -161,8 +161,9 @@ def main() -> None:
         f"{residual(K, captured['x'], b):.3e} of ‖b‖, MINRES in float64 with the same matrix and preconditioner "
         f"{residual(K, x64, b):.3e}"
     )
+    family = unknown_families(sim, captured["index"], nv)
     if a.spectrum:
-        print_spectrum(K, P, b, unknown_families(sim, captured["index"], nv))
+        print_spectrum(K, P, b, family)
     b, exact = consistent_system(K, b, nv)
     variants = {"kernels' preconditioner": P}
     for factor in (float(f) for f in a.row_scale.split(",") if f.strip()):
@@ -181,7 +182,6 @@ def main() -> None:
     for name, M in variants.items():
         print_minres(name, K, b, M, counts, lambda x: x[:nv], exact[:nv])
     if a.slaved or a.eliminate_actuation:
-        family = unknown_families(sim, captured["index"], nv)
         Q = P[:nv, :nv] - np.diag(jacobi_inverse(captured["diag_v"]))  # the particles' coarse part
         w, V = np.linalg.eigh(Q)
         coarse = V[:, w > 1.0e-6 * w.max()]  # the coarse space, the range of Q
@@ -248,10 +248,7 @@ def actuation_rows(family: np.ndarray, C: np.ndarray) -> np.ndarray:
 
 def two_level(H: np.ndarray, coarse: np.ndarray) -> np.ndarray:
     """D⁻¹ + R (Rᵀ H R)⁻¹ Rᵀ: Jacobi (H's diagonal, 0 where it is 0) and the coarse correction on ``coarse``'s range."""
-    diag = np.diag(H)
-    P = np.diag(np.divide(1.0, diag, out=np.zeros_like(diag), where=diag > 0)) + coarse @ np.linalg.solve(
-        coarse.T @ H @ coarse, coarse.T
-    )
+    P = np.diag(inverse_diagonal(np.diag(H))) + coarse @ np.linalg.solve(coarse.T @ H @ coarse, coarse.T)
     return 0.5 * (P + P.T)
 
 
@@ -260,8 +257,7 @@ def kernel_like(A: np.ndarray, Jp: np.ndarray, S: np.ndarray, attached: np.ndarr
     two-level block and the rows' (D + J_b M_b⁻¹ J_bᵀ)⁻¹ with D the rows' compliance and their Schur diagonal,
     J diag(A)⁻¹ Jᵀ, two-level on the ``attached`` rows (docs/solver.md, "Preconditioner")."""
     Pv = two_level(A, coarse)
-    diag = np.diag(A)
-    jacobi = (Jp**2) @ np.divide(1.0, diag, out=np.zeros_like(diag), where=diag > 0)
+    jacobi = (Jp**2) @ inverse_diagonal(np.diag(A))
     schur_diag = np.where(attached, ((Jp @ Pv) * Jp).sum(axis=1), jacobi)
     return block_diagonal(Pv, np.linalg.inv(S + np.diag(schur_diag)))
 
@@ -296,9 +292,14 @@ def eliminated_study(
     print_minres("actuation eliminated, rebuilt", K2, b2, M2, counts, lambda x: x[:nv], exact[:nv])
 
 
+def inverse_diagonal(diag: np.ndarray) -> np.ndarray:
+    """1/d per entry, 0 where d is 0 (a kinematic particle's A_pp)."""
+    return np.divide(1.0, diag, out=np.zeros_like(diag), where=diag > 0)
+
+
 def jacobi_inverse(diag: np.ndarray) -> np.ndarray:
     """D⁻¹ per particle dof from the particles' diagonal A_pp (0 for kinematic particles, whose A_pp is 0)."""
-    return np.repeat(np.where(diag > 0, 1.0 / np.where(diag > 0, diag, 1.0), 0.0), 3)
+    return np.repeat(inverse_diagonal(diag), 3)
 
 
 def residual(K: np.ndarray, x: np.ndarray, b: np.ndarray) -> float:
@@ -541,6 +542,7 @@ def slaved_study(
     Hr, Jr, Co = Z.T @ H @ Z, Jo @ Z, C[np.ix_(~att, ~att)]
     bz, bl = Z.T @ (np.concatenate([b[:nv], np.zeros(nb)]) - H @ z0), b[nv:][~att] + Jo @ z0
     row_family = family[nv:][~att]
+    actuation = actuation_rows(row_family, Co)
 
     def velocities(x: np.ndarray) -> np.ndarray:
         return (Z @ x[:nz] + z0)[:nv]
@@ -550,9 +552,7 @@ def slaved_study(
     coarse_free[:nf] = coarse[free[:nf]]
     coarse_bodies = np.hstack([coarse_free, np.vstack([np.zeros((nf, nb)), np.eye(nb)])])
     for eliminated in (False, True) if eliminate else (False,):
-        H2, J2, C2, bz2, bl2 = (
-            eliminate_rows(Hr, Jr, Co, bz, bl, actuation_rows(row_family, Co)) if eliminated else (Hr, Jr, Co, bz, bl)
-        )
+        H2, J2, C2, bz2, bl2 = eliminate_rows(Hr, Jr, Co, bz, bl, actuation) if eliminated else (Hr, Jr, Co, bz, bl)
         Kr, br = saddle(H2, J2, C2), np.concatenate([bz2, bl2])
         br, xr = consistent_system(Kr, br, nz)
         tag = "slaved, actuation eliminated" if eliminated else "slaved"
@@ -566,8 +566,7 @@ def slaved_study(
         B_inv = np.zeros((nb, nb))
         for i in range(0, nb, 6):
             B_inv[i : i + 6, i : i + 6] = np.linalg.inv(H2[nf + i : nf + i + 6, nf + i : nf + i + 6])
-        diag = np.diag(H2)[:nf]
-        d_inv = np.divide(1.0, diag, out=np.zeros_like(diag), where=diag > 0)
+        d_inv = inverse_diagonal(np.diag(H2)[:nf])
         local = np.zeros((nz, nz))
         local[:nf, :nf], local[nf:, nf:] = np.diag(d_inv), B_inv
         Jf, Jbr = J2[:, :nf], J2[:, nf:]
@@ -587,7 +586,7 @@ def slaved_study(
                 [
                     np.full(nf, "particle", dtype=object),
                     np.full(nb, "body", dtype=object),
-                    row_family[~actuation_rows(row_family, Co)] if eliminated else row_family,
+                    row_family[~actuation] if eliminated else row_family,
                 ]
             )
             print_spectrum(Kr, variants[f"{tag}, coarse + bodies"], br, reduced_family)
