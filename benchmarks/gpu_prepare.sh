@@ -11,7 +11,10 @@
 # .gpu/p1, … of 58 MiB (a device call carries at most 64 MiB, the repository's ~5 MiB included; Warp's wheel alone is
 # ~150 MB: three or four parts), one per device call, the calls within the machine's warm time:
 #
-#   bash benchmarks/gpu_prepare.sh [--arch 90] [--from-cache DIR]     (DIR: a Warp kernel cache to start from)
+#   bash benchmarks/gpu_prepare.sh [--arch 90] [--from-cache DIR] [--save-cache DIR]
+#       --from-cache: a Warp kernel cache to start from (modules already there are not compiled again);
+#       --save-cache: where to keep this run's cache (without the generated sources) for the next --from-cache,
+#       e.g. ~/.cache/softsnake-sm90: compiling is most of this script's ~45 minutes, and few modules change
 #   each part but the last: carry [".gpu/pK"], command: mkdir -p /tmp/gpu && cp -r .gpu/pK /tmp/gpu/
 #   the last part:          carry [".gpu/pN"], command: bash benchmarks/gpu_check.sh --commit <hash>
 #                           (writes $OUT/gpu_check.json within its --budget-s of 450 s; timeout_s 540)
@@ -22,10 +25,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 arch=90
 from_cache=""
+save_cache=""
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --arch) arch="$2"; shift 2 ;;
         --from-cache) from_cache="$2"; shift 2 ;;
+        --save-cache) save_cache="$2"; shift 2 ;;
         *) echo "gpu_prepare.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -65,6 +70,7 @@ carried=(wheels warpcache agreement_cpu.npz agreement_cpu_ulp.npz)
 if [[ -f .gpu/registers.json ]]; then carried+=(registers.json); fi
 # Warp loads a cached module from its binary and meta file; the generated CUDA sources (~18 MB) only serve debugging
 find .gpu/warpcache -name "*.cu" -delete
+if [[ -n "$save_cache" ]]; then mkdir -p "$save_cache" && cp -r .gpu/warpcache/. "$save_cache"/; fi
 tar -C .gpu -cf - "${carried[@]}" | xz -T0 -9 > .gpu/payload.tar.xz
 split -b 58m -d .gpu/payload.tar.xz .gpu/payload.part.
 # the parts' checksums travel with the last part: gpu_check.sh names a part that is missing (a machine given back
