@@ -1,5 +1,5 @@
 """How much of the right-hand side MINRES leaves after k iterations on the full snake in the gait (docs/solver.md,
-"Preconditioner").
+"Preconditioner"; the measurements: benchmarks/RESULTS.md, "The preconditioner at the budget").
 
 Runs the default gait to ``--seconds`` (h = 1/120 s, 4 × 20), then, in the first Newton iteration of the next step,
 assembles the saddle matrix K and the preconditioner P⁻¹ column by column from the kernels (one product per unknown,
