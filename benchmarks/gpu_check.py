@@ -30,8 +30,9 @@ Sections, each written to the file as soon as it is done (a run cut short keeps 
   blocks     one snake at SolverConfig.block_dim 64, 128 and 256 lanes per world, with the lanes' loops an element
              at a time instead of four (SOFTSNAKE_LANE_BATCH=1), under a register cap of 128, over thread-block
              clusters of 2, 4 and 8 blocks, and with the linear solve on 512 or 1024 lanes
-             (SolverConfig.solve_block_dim, capped at 128 or 64 registers), and 1024 snakes at 64, 128 and 256
-             lanes (fewer lanes: more worlds resident per multiprocessor), unbatched and capped
+             (SolverConfig.solve_block_dim, capped at 128 or 64 registers), and 1024 snakes at 32, 64, 128 and 256
+             lanes (fewer lanes: more worlds resident per multiprocessor; at 32, a warp per world, all 1024 at once
+             on an H100), unbatched and capped
              (BLOCK_VARIANTS); each one snake against the first for agreement; each variant in a process of its
              own, which names the stage modules the carried cache lacked (``uncached_modules``) and stops after 2
              minutes; the clusters last, and the section last of all (the 0173a57 run spent its last 7 minutes in
@@ -73,8 +74,8 @@ CARRIED = Path("/tmp/gpu")
 SECTIONS = ("launches", "snake", "slab", "large", "profile", "floor", "agreement", "tests", "env", "blocks", "ppo")
 #: the sections a plain run takes (under 8 minutes on an H100)
 DEFAULT_SECTIONS = SECTIONS[:-1]
-#: the stage block sizes the sections launch (blocks: 64, 128, 256)
-STAGE_BLOCK_DIMS = (64, 128, 256)
+#: the stage block sizes the sections launch (blocks: 32, 64, 128, 256)
+STAGE_BLOCK_DIMS = (32, 64, 128, 256)
 #: pytest, once the kernel modules are hashed as in compile_up_front (the cache folders precompile_cuda.py fills)
 PYTEST = (
     "import sys\n"
@@ -197,8 +198,10 @@ def section_large(device: str, quick: bool) -> dict:
 #: stages (SolverConfig.solve_block_dim, under the register cap that fits its block), the lanes' loops an element at a
 #: time instead of four (kernels/block.py, GPU_LANE_BATCH: the same sums, shorter code, longer chains of dependent
 #: loads; the solve then holds 168 registers instead of 204, so it spills less under a 512-lane solve's cap), a
-#: world over a thread-block cluster of 2, 4 or 8 blocks (kernels/block.py, WORLD_BLOCKS), and 1024 snakes at three
-#: block sizes, under the register cap that gives two 256-lane worlds per multiprocessor (stage_register_cap) and
+#: world over a thread-block cluster of 2, 4 or 8 blocks (kernels/block.py, WORLD_BLOCKS), and 1024 snakes at four
+#: block sizes (at 32 lanes a world is one warp, and the stages' 204–255 registers a lane leave room for 8–9 worlds
+#: per multiprocessor: on an H100's 132 the whole batch in flight at once, where 256 lanes run it in eight rounds of
+#: 132), under the register cap that gives two 256-lane worlds per multiprocessor (stage_register_cap) and
 #: unbatched; in the order of what they decide, should the run's budget stop the section early: the default first
 #: (the others' reference for agreement) and unbatched second, the clusters last (never run to the end on a GPU yet:
 #: the 0173a57 run on an H100 spent its last 7 minutes in this section without a result)
@@ -215,6 +218,7 @@ BLOCK_VARIANTS = (
     (256, 256, None, 1, 1, 1024),
     (128, 128, None, 1, 4, 1024),
     (64, 64, None, 1, 4, 1024),
+    (32, 32, None, 1, 4, 1024),
     (256, 256, 128, 1, 4, 1024),
     (256, 256, None, 2, 4, 1),
     (256, 256, None, 4, 4, 1),

@@ -44,7 +44,7 @@ $python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
     "warp-lang==$warp_version" meshio tetgen shapely gymnasium cloudpickle farama-notifications stable-baselines3
 # the kernels, compiled here for the GPU (Warp's NVRTC needs no driver); modules already in --from-cache are kept
 if [[ -n "$from_cache" ]]; then mkdir -p .gpu/warpcache && cp -r "$from_cache"/. .gpu/warpcache/; fi
-WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --block-dim 64 --block-dim 128 \
+WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --block-dim 32 --block-dim 64 --block-dim 128 \
     --benchmarks latency_floor
 # the blocks section's variants (register caps, clusters, unbatched lanes: module options read when the kernels are
 # imported)
@@ -59,7 +59,7 @@ done
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/gpu_check.py --cache-misses
 # registers per thread and local memory of the stage kernels just compiled (gpu_check copies them into its JSON)
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/cubin_registers.py --arch "$arch" \
-    --block-dim 64 --block-dim 128 --block-dim 256 --json .gpu/registers.json \
+    --block-dim 32 --block-dim 64 --block-dim 128 --block-dim 256 --json .gpu/registers.json \
     || echo "gpu_prepare.sh: some stage cubins are missing (above); registers.json has the others"
 # the agreement section's CPU runs (its GPU run stays on the GPU machine), with the kernels compiled for this CPU
 $python -P benchmarks/device_agreement.py run --device cpu --seconds 2 --out .gpu/agreement_cpu.npz
