@@ -14,7 +14,8 @@
 #   bash benchmarks/gpu_prepare.sh [--arch 90] [--from-cache DIR] [--save-cache DIR]
 #       --from-cache: a Warp kernel cache to start from (modules already there are not compiled again);
 #       --save-cache: where to keep this run's cache (without the generated sources) for the next --from-cache,
-#       e.g. ~/.cache/softsnake-sm90: compiling is most of this script's ~45 minutes, and few modules change
+#       e.g. ~/.cache/softsnake-sm90: compiling is most of this script's ~45 minutes (2-core AMD EPYC); with every
+#       module found there the script takes ~3 minutes
 #   each part but the last: carry [".gpu/pK"], command: mkdir -p /tmp/gpu && cp -r .gpu/pK /tmp/gpu/
 #   the last part:          carry [".gpu/pN"], command: bash benchmarks/gpu_check.sh --commit <hash>
 #                           (writes $OUT/gpu_check.json within its --budget-s of 450 s; timeout_s 540)
