@@ -46,7 +46,7 @@ $python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 -
 # the kernels, compiled here for the GPU (Warp's NVRTC needs no driver); modules already in --from-cache are kept
 if [[ -n "$from_cache" ]]; then mkdir -p .gpu/warpcache && cp -r "$from_cache"/. .gpu/warpcache/; fi
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/precompile_cuda.py --arch "$arch" --block-dim 32 --block-dim 64 --block-dim 128 \
-    --benchmarks latency_floor
+    --benchmarks latency_floor --record .gpu/modules.txt
 # the blocks section's variants (register caps, clusters, unbatched lanes: module options read when the kernels are
 # imported)
 $python -P benchmarks/gpu_check.py --variant-builds | while read -r cap blocks batch modules dims; do
@@ -54,7 +54,13 @@ $python -P benchmarks/gpu_check.py --variant-builds | while read -r cap blocks b
     for d in $dims; do flags+=(--block-dim "$d"); done
     SOFTSNAKE_CUDA_MAX_REGISTERS="${cap#-}" SOFTSNAKE_WORLD_BLOCKS="$blocks" SOFTSNAKE_LANE_BATCH="$batch" \
         WARP_CACHE_PATH="$PWD/.gpu/warpcache" \
-        $python -P benchmarks/precompile_cuda.py --arch "$arch" --stage-only --modules "$modules" "${flags[@]}"
+        $python -P benchmarks/precompile_cuda.py --arch "$arch" --stage-only --modules "$modules" "${flags[@]}" \
+        --record .gpu/modules.txt
+done
+# only the modules this checkout builds travel (a --from-cache folder holds older builds too), and only they are kept
+# in --save-cache
+for folder in .gpu/warpcache/*/wp_*; do
+    grep -qxF "$(basename "$folder")" .gpu/modules.txt || rm -rf "$folder"
 done
 # every blocks variant finds its modules in the cache, hashed as a fresh process on the GPU machine hashes them
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/gpu_check.py --cache-misses
@@ -71,7 +77,12 @@ carried=(wheels warpcache agreement_cpu.npz agreement_cpu_ulp.npz)
 if [[ -f .gpu/registers.json ]]; then carried+=(registers.json); fi
 # Warp loads a cached module from its binary and meta file; the generated CUDA sources (~18 MB) only serve debugging
 find .gpu/warpcache -name "*.cu" -delete
-if [[ -n "$save_cache" ]]; then mkdir -p "$save_cache" && cp -r .gpu/warpcache/. "$save_cache"/; fi
+if [[ -n "$save_cache" ]]; then
+    mkdir -p "$save_cache" && cp -r .gpu/warpcache/. "$save_cache"/
+    for folder in "$save_cache"/*/wp_*; do
+        grep -qxF "$(basename "$folder")" .gpu/modules.txt || rm -rf "$folder"
+    done
+fi
 tar -C .gpu -cf - "${carried[@]}" | xz -T0 -9 > .gpu/payload.tar.xz
 split -b 58m -d .gpu/payload.tar.xz .gpu/payload.part.
 # the parts' checksums travel with the last part: gpu_check.sh names a part that is missing (a machine given back

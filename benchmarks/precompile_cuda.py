@@ -49,6 +49,11 @@ def main() -> None:
         help="comma-separated module names to compile, e.g. step_primal,step_dual (default: every softsnake module)",
     )
     ap.add_argument(
+        "--record",
+        default="",
+        help="append the kernel cache folder of every module compiled or found cached to this file, one per line",
+    )
+    ap.add_argument(
         "--benchmarks",
         default="",
         help="comma-separated scripts of benchmarks/ whose own kernels to compile too (block 256), e.g. latency_floor",
@@ -102,6 +107,9 @@ def build(name: str, module, block_dim: int, args: argparse.Namespace) -> None:
     built = module._compile(None, None, output_arch=args.arch, use_ptx=args.ptx, options=options)
     state = f"compiled in {time.perf_counter() - t0:.1f} s" if built else "already cached"
     print(f"{name} (block {block_dim}, sm_{args.arch}): {state}", flush=True)
+    if args.record:
+        with open(args.record, "a", encoding="utf-8") as f:
+            f.write(module.get_module_identifier(block_dim) + "\n")
 
 
 if __name__ == "__main__":
