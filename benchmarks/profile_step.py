@@ -157,6 +157,7 @@ def solve_phases(scene: str, device: str, calls: int, **solver_options) -> dict:
         phases={k: dict(share=c / total, cycles_per_iteration=c / max(iterations, 1)) for k, c in cycles.items()},
         step_phases={k: dict(cycles_per_step=c) for k, c in step_cycles.items()},
         solve_bytes=solve_bytes(solver),
+        block_row_balance=block_row_balance(solver),
     )
 
 
@@ -204,6 +205,32 @@ def solve_bytes(solver) -> dict | None:
     held = 12 * m.particle_count * HELD_VECTORS_PARTICLES + 4 * rows * HELD_VECTORS_ROWS
     out["working_set"] = out["elastic_blocks"] + held + out["body_preconditioner"]
     out["solve_rows"] = rows
+    return out
+
+
+def block_row_balance(solver, lanes=(32, 64, 128, 256, 512, 1024)) -> dict | None:
+    """How evenly the product's particle loop spreads its elastic block rows over a world's lanes on a GPU: lane l
+    walks particles l, l + lanes, … (kernels/saddle.py, saddle_product_world), each one's block row in batches of
+    GPU_LANE_BATCH blocks (kernels/block.py: two dependent round trips per batch), and the phase waits for its
+    busiest lane. Per lane count: the busiest lane's blocks and batches and the mean lane's. None for the dual
+    formulation."""
+    from softsnake.kernels.block import GPU_LANE_BATCH
+
+    d = getattr(solver.formulation, "data", None)
+    if not hasattr(d, "stiffness"):
+        return None
+    length = d.stiffness.row_length.numpy()
+    batches = -(-length // GPU_LANE_BATCH)
+    out = {}
+    for n in lanes:
+        blocks = np.bincount(np.arange(len(length)) % n, weights=length, minlength=n)
+        trips = np.bincount(np.arange(len(length)) % n, weights=batches, minlength=n)
+        out[n] = dict(
+            busiest_blocks=int(blocks.max()),
+            mean_blocks=float(blocks.mean()),
+            busiest_batches=int(trips.max()),
+            mean_batches=float(trips.mean()),
+        )
     return out
 
 
@@ -272,6 +299,15 @@ def main() -> None:
         print(f"\nBytes per MINRES iteration and world (estimate, {rows} rows in the solve): ", end="")
         print(", ".join(f"{k} {v / 1e3:.0f} kB" for k, v in traffic.items() if k != "solve_rows"))
         print("(per_world: the part each world of a batch moves itself; working_set: the bytes of that data)")
+    balance = phases["block_row_balance"]
+    if balance:
+        print("\nThe product's block rows over a GPU world's lanes (busiest lane against the mean lane)")
+        print(f"{'lanes':>6s} {'blocks':>16s} {'batches':>16s}")
+        for n, b in balance.items():
+            print(
+                f"{n:6d} {b['busiest_blocks']:7d} / {b['mean_blocks']:6.1f} {b['busiest_batches']:7d} / "
+                f"{b['mean_batches']:6.1f}"
+            )
     print("\nThe other stages by phase (lane 0's clock between barriers, per world and step)")
     print(f"{'phase':24s} {'cycles/step':>17s}")
     for name, ph in phases["step_phases"].items():
