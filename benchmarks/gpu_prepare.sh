@@ -36,6 +36,12 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 python=${PYTHON:-python3}
+# drop the module folders of a Warp kernel cache that this run did not record (.gpu/modules.txt): older builds
+prune_unrecorded() {
+    for folder in "$1"/*/wp_*; do
+        grep -qxF "$(basename "$folder")" .gpu/modules.txt || rm -rf "$folder"
+    done
+}
 # this checkout's softsnake and kernels, whatever the environment has installed (an editable install of another one)
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 warp_version=$($python -c "import warp; print(warp.__version__)")
@@ -59,9 +65,7 @@ $python -P benchmarks/gpu_check.py --variant-builds | while read -r cap blocks b
 done
 # only the modules this checkout builds travel (a --from-cache folder holds older builds too), and only they are kept
 # in --save-cache
-for folder in .gpu/warpcache/*/wp_*; do
-    grep -qxF "$(basename "$folder")" .gpu/modules.txt || rm -rf "$folder"
-done
+prune_unrecorded .gpu/warpcache
 # every blocks variant finds its modules in the cache, hashed as a fresh process on the GPU machine hashes them
 WARP_CACHE_PATH="$PWD/.gpu/warpcache" $python -P benchmarks/gpu_check.py --cache-misses
 # registers per thread and local memory of the stage kernels just compiled (gpu_check copies them into its JSON)
@@ -79,9 +83,7 @@ if [[ -f .gpu/registers.json ]]; then carried+=(registers.json); fi
 find .gpu/warpcache -name "*.cu" -delete
 if [[ -n "$save_cache" ]]; then
     mkdir -p "$save_cache" && cp -r .gpu/warpcache/. "$save_cache"/
-    for folder in "$save_cache"/*/wp_*; do
-        grep -qxF "$(basename "$folder")" .gpu/modules.txt || rm -rf "$folder"
-    done
+    prune_unrecorded "$save_cache"
 fi
 tar -C .gpu -cf - "${carried[@]}" | xz -T0 -9 > .gpu/payload.tar.xz
 split -b 58m -d .gpu/payload.tar.xz .gpu/payload.part.

@@ -223,8 +223,9 @@ def block_row_balance(solver, lanes=(32, 64, 128, 256, 512, 1024)) -> dict | Non
     batches = -(-length // GPU_LANE_BATCH)
     out = {}
     for n in lanes:
-        blocks = np.bincount(np.arange(len(length)) % n, weights=length, minlength=n)
-        trips = np.bincount(np.arange(len(length)) % n, weights=batches, minlength=n)
+        lane = np.arange(len(length)) % n
+        blocks = np.bincount(lane, weights=length, minlength=n)
+        trips = np.bincount(lane, weights=batches, minlength=n)
         out[n] = dict(
             busiest_blocks=int(blocks.max()),
             mean_blocks=float(blocks.mean()),
