@@ -474,11 +474,13 @@ def ideal_row_blocks(
     attached = carriage >= 0
     kernels_inverse = np.linalg.inv(P[nv:, nv:])  # D + J_b M_b⁻¹ J_bᵀ
     blocks = np.ix_(attached, attached)
+    jacobi_rows = S + np.diag(np.diag(JDJ))  # the rows' block with the particles' Jacobi part
+    coarse_coupled = jacobi_rows + JQJ
     kernels_rows = kernels_inverse.copy()
-    kernels_rows[blocks] = (S + np.diag(np.diag(JDJ)) + JQJ)[blocks]
+    kernels_rows[blocks] = coarse_coupled[blocks]
     per_carriage = kernels_inverse.copy()
     same = carriage[:, None] == carriage[None, :]
-    per_carriage[blocks] = (S + np.diag(np.diag(JDJ)) + JQJ * same)[blocks]
+    per_carriage[blocks] = (jacobi_rows + JQJ * same)[blocks]
     on_kernels = kernels_inverse + JQJ * np.outer(attached, attached) * same  # the coarse diagonal in twice
     coupling = np.linalg.eigvalsh(JQJ[blocks])
     # numerical rank: the dense capture is float32, so its round-off leaves eigenvalues ~1e-8 of the largest
@@ -486,7 +488,7 @@ def ideal_row_blocks(
     print(f"the attachment rows' coarse coupling J_p Q J_pᵀ: {int(attached.sum())} rows, rank {rank}")
 
     return {
-        "rows: coarse coupling": with_rows(floored_inverse(S + np.diag(np.diag(JDJ)) + JQJ, floor)),
+        "rows: coarse coupling": with_rows(floored_inverse(coarse_coupled, floor)),
         "rows: kernels', attachments coarse": with_rows(floored_inverse(kernels_rows, floor)),
         "… per carriage": with_rows(floored_inverse(per_carriage, floor)),
         "… per carriage, on the kernels' D": with_rows(floored_inverse(on_kernels, floor)),
