@@ -246,9 +246,12 @@ def actuation_rows(family: np.ndarray, C: np.ndarray) -> np.ndarray:
     return (family == "distance") & (np.diag(C) > 0.0)
 
 
-def two_level(H: np.ndarray, coarse: np.ndarray) -> np.ndarray:
-    """D⁻¹ + R (Rᵀ H R)⁻¹ Rᵀ: Jacobi (H's diagonal, 0 where it is 0) and the coarse correction on ``coarse``'s range."""
-    P = np.diag(inverse_diagonal(np.diag(H))) + coarse @ np.linalg.solve(coarse.T @ H @ coarse, coarse.T)
+def two_level(H: np.ndarray, coarse: np.ndarray, local: np.ndarray | None = None) -> np.ndarray:
+    """L + R (Rᵀ H R)⁻¹ Rᵀ, symmetrised: the ``local`` part L (default Jacobi, H's diagonal inverted, 0 where it is 0)
+    and the coarse correction on ``coarse``'s range R."""
+    if local is None:
+        local = np.diag(inverse_diagonal(np.diag(H)))
+    P = local + coarse @ np.linalg.solve(coarse.T @ H @ coarse, coarse.T)
     return 0.5 * (P + P.T)
 
 
@@ -575,8 +578,7 @@ def slaved_study(
         rows_inv = np.linalg.inv(C2 + np.diag((Jf**2) @ d_inv) + Jbr @ B_inv @ Jbr.T)
         variants = {}
         for name, R in (("coarse on free particles", coarse_free), ("coarse + bodies", coarse_bodies)):
-            Pz = local + R @ np.linalg.solve(R.T @ H2 @ R, R.T)
-            variants[f"{tag}, {name}"] = block_diagonal(0.5 * (Pz + Pz.T), rows_inv)
+            variants[f"{tag}, {name}"] = block_diagonal(two_level(H2, R, local), rows_inv)
         schur = C2 + J2 @ np.linalg.solve(H2, J2.T)
         variants[f"{tag}, exact rows"] = block_diagonal(
             variants[f"{tag}, coarse + bodies"][:nz, :nz], np.linalg.inv(schur)
